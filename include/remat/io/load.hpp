@@ -1,0 +1,55 @@
+#pragma once
+
+/// \file
+/// Loading a graph file whatever its format: remat JSON (starts with '{') or
+/// Kusumoto et al.'s text IR (starts with a number).
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "../error.hpp"
+#include "../graph.hpp"
+#include "json.hpp"
+#include "kusumoto.hpp"
+
+namespace remat::io {
+
+/// The whole file as text. \throws remat::error when it cannot be read.
+inline std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error("cannot open '" + path.string() + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw error("cannot read '" + path.string() + "'");
+  return text.str();
+}
+
+enum class graph_format { json, kusumoto };
+
+/// Loads a graph, detecting its format from its first character unless told.
+/// A remat JSON graph without a name takes the file's stem.
+/// \throws remat::error / parse_error naming the file and line.
+inline graph load_graph(const std::filesystem::path& path, std::optional<graph_format> format = std::nullopt) {
+  const std::string text = read_text_file(path);
+  const std::string source = path.string();
+  if (!format) {
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) throw parse_error(source, 1, 0, "empty file: expected a graph");
+    if (text[first] == '{') format = graph_format::json;
+    else if (std::isdigit(static_cast<unsigned char>(text[first]))) format = graph_format::kusumoto;
+    else
+      throw parse_error(source, io::location_of_offset(text, first).line, 0,
+                        "not a graph file: expected remat JSON ('{') or Kusumoto IR (a number)");
+  }
+  graph g = *format == graph_format::json ? read_graph_json(text, source) : read_kusumoto(text, source);
+  if (g.name().empty()) g.set_name(path.stem().string());
+  return g;
+}
+
+}  // namespace remat::io

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the remat command-line tool.
+
+Each case runs the tool and checks its exit status and output; bad input must
+give exactly one clear error line on stderr and a non-zero exit.
+Usage: test_cli.py PATH/TO/remat SOURCE_ROOT
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REMAT = sys.argv[1]
+ROOT = Path(sys.argv[2])
+GRAPH = str(ROOT / "examples/graphs/forum-cnn.json")
+failures = 0
+cases = 0
+
+
+def run(*args):
+    return subprocess.run([REMAT, *args], capture_output=True, text=True, timeout=120)
+
+
+def check(name, condition, detail=""):
+    global failures, cases
+    cases += 1
+    if condition:
+        print(f"ok    {name}")
+    else:
+        failures += 1
+        print(f"FAIL  {name}\n      {detail}")
+
+
+def expect_error(name, args, fragment):
+    r = run(*args)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    check(name, r.returncode != 0 and len(lines) == 1 and fragment in lines[0] and lines[0].startswith("remat: error: "),
+          f"exit {r.returncode}, stderr {r.stderr!r}")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    tmp = Path(tmp)
+
+    def file(name, text):
+        p = tmp / name
+        p.write_text(text, encoding="utf-8")
+        return str(p)
+
+    # --help on every command
+    for cmd in ([], ["info"], ["plan"], ["simulate"]):
+        r = run(*cmd, "--help")
+        check(f"--help {' '.join(cmd)}", r.returncode == 0 and "Usage" in r.stdout, r.stdout + r.stderr)
+
+    # info
+    r = run("info", GRAPH)
+    check("info prints the table", r.returncode == 0 and "regular peak" in r.stdout and "per-op floor" in r.stdout,
+          r.stdout + r.stderr)
+    r = run("info", GRAPH, "--json")
+    info = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("info --json", info.get("nodes") == 11 and info.get("edges") == 10 and info.get("parameters") == 54577132,
+          r.stdout + r.stderr)
+    check("info: floor below the regular peak", 0 < info.get("per-op floor", 0) <= info.get("regular peak", 0), str(info))
+
+    # plan: every method, files out
+    for method in ("none", "every-k", "sqrt"):
+        r = run("plan", GRAPH, "--method", method, "--json")
+        ok = r.returncode == 0
+        figures = json.loads(r.stdout) if ok else {}
+        check(f"plan --method {method}", ok and figures.get("peak", 0) >= info.get("per-op floor", 1), r.stdout + r.stderr)
+        if method == "none":
+            check("plan none: zero recompute, peak = regular",
+                  figures.get("recompute") == 0 and figures.get("peak") == info.get("regular peak"), str(figures))
+    plan_file, dot_file = str(tmp / "plan.json"), str(tmp / "plan.dot")
+    r = run("plan", GRAPH, "--method", "sqrt", "-o", plan_file, "--dot", dot_file)
+    check("plan writes the plan and DOT", r.returncode == 0 and Path(plan_file).exists() and Path(dot_file).exists(),
+          r.stdout + r.stderr)
+    planned = json.loads(run("plan", GRAPH, "--method", "sqrt", "--json").stdout)
+
+    # simulate reproduces the plan's figures (one source of truth)
+    r = run("simulate", GRAPH, plan_file, "--json", "--timeline", str(tmp / "t.csv"))
+    sim = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("simulate gives the plan's own figures", sim.get("peak") == planned.get("peak") and
+          sim.get("recompute") == planned.get("recompute"), r.stdout + r.stderr)
+    timeline = (tmp / "t.csv").read_text().splitlines() if (tmp / "t.csv").exists() else []
+    check("simulate --timeline writes one row per step", len(timeline) > 10 and timeline[0].startswith("step,kind,node"),
+          str(timeline[:2]))
+    kept_plan = file("kept.json", json.dumps({"kept": ["relu1", "relu3", "fc1"]}))
+    r = run("simulate", GRAPH, kept_plan)
+    check("simulate a plan given as kept tensors", r.returncode == 0 and "peak" in r.stdout, r.stdout + r.stderr)
+
+    if shutil.which("dot"):
+        r = subprocess.run(["dot", "-Tsvg", dot_file, "-o", str(tmp / "plan.svg")], capture_output=True, text=True)
+        check("dot -Tsvg draws the plan", r.returncode == 0 and (tmp / "plan.svg").stat().st_size > 1000, r.stderr)
+
+    # Kusumoto IR input
+    ir = file("cg.txt", "3 2\n0 64 x\n1 32 /c/W\n2 128 y\nforward\n2 1\n0 _\n1 _\n2\nConvolution2DFunction\n{}\n"
+                        "backward\n3 2\n2 gradient\n0 input\n1 input\n0\n1\nConvolution2DFunction\n{}\n")
+    r = run("info", ir, "--json")
+    check("info reads Kusumoto IR", r.returncode == 0 and json.loads(r.stdout).get("parameters") == 32, r.stdout + r.stderr)
+
+    # Bad input: one clear line, non-zero exit
+    good = json.loads(Path(GRAPH).read_text())
+    expect_error("missing file", ["info", str(tmp / "nope.json")], "cannot open")
+    expect_error("empty file", ["info", file("empty.json", "")], "empty file")
+    expect_error("truncated JSON", ["info", file("trunc.json", Path(GRAPH).read_text()[:300])], "truncated JSON")
+    bad = json.loads(json.dumps(good)); bad["nodes"][1]["bytes"] = "big"
+    expect_error("wrong type", ["info", file("type.json", json.dumps(bad, indent=1))], "bytes must be an integer")
+    bad = json.loads(json.dumps(good)); bad["nodes"][1]["bytes"] = -1
+    expect_error("negative bytes", ["info", file("neg.json", json.dumps(bad, indent=1))], "non-negative")
+    bad = json.loads(json.dumps(good)); bad["nodes"][2]["inputs"] = ["conv9"]
+    expect_error("unknown input", ["info", file("unk.json", json.dumps(bad, indent=1))], "input 'conv9' does not name a node")
+    bad = json.loads(json.dumps(good)); bad["nodes"][1]["inputs"] = ["x", "relu1"]
+    expect_error("cycle", ["info", file("cycle.json", json.dumps(bad, indent=1))], "cycle")
+    bad = json.loads(json.dumps(good))
+    for n in bad["nodes"][1:3]:
+        n["bytes"] = 2**63 - 1
+    expect_error("sizes overflow", ["info", file("ovf.json", json.dumps(bad, indent=1))], "overflow 64 bits")
+    expect_error("not a graph", ["info", file("text.txt", "hello\n")], "not a graph file")
+    expect_error("bad plan", ["simulate", GRAPH, file("p.json", '{"kept": ["nothing"]}')], "'nothing' is not a node")
+    expect_error("invalid schedule", ["simulate", GRAPH, file("s.json", '{"steps": [["compute", "relu1"]]}')],
+                 "operand 'conv1' is not alive")
+    r = run("plan", GRAPH, "--method", "magic")
+    check("unknown method is refused", r.returncode != 0 and "magic" in r.stderr, r.stderr)
+    r = run("bogus")
+    check("unknown command is refused", r.returncode != 0, r.stderr)
+    located = run("info", file("loc.json", json.dumps(bad, indent=1)))
+    check("errors name file and line", ":" in located.stderr and "loc.json:" in located.stderr, located.stderr)
+
+print(f"cli: {cases - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,142 @@
+// Schedule builders, baselines and bounds on many seeded random graphs.
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include <remat/baselines.hpp>
+#include <remat/bounds.hpp>
+#include <remat/schedule.hpp>
+#include <remat/simulate.hpp>
+
+#include "../support/random_graphs.hpp"
+#include "../support/small_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+// A random monotone stage assignment: walk ids in order, bump the stage with
+// probability 1/3, and never place a node before its operands.
+std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64& rng) {
+  std::vector<std::uint32_t> stage(g.size(), 0);
+  std::uint32_t current = 0;
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (rng() % 3 == 0) ++current;
+    stage[v] = current;
+    for (node_id p : g.predecessors(v)) stage[v] = std::max(stage[v], stage[p]);
+  }
+  return stage;
+}
+
+node_set random_kept(const graph& g, std::mt19937_64& rng) {
+  node_set keep(g.size());
+  for (node_id v = 0; v < g.size(); ++v)
+    if (rng() % 2) keep.insert(v);
+  return keep;
+}
+
+}  // namespace
+
+TEST_SUITE("schedule") {
+
+TEST_CASE("every builder gives a valid schedule that never beats the per-op floor (500 random graphs)") {
+  std::mt19937_64 rng(7);
+  for (std::uint64_t seed = 1; seed <= 500; ++seed) {
+    const graph g = test::random_dag(3 + seed % 20, seed, 2 + seed % 5, 1 + seed % 3);
+    const op_floor floor = per_op_floor(g);
+    const auto check = [&](const plan& p) {
+      const simulation sim = simulate(g, p.steps);
+      CHECK(sim.peak_bytes >= floor.bytes);
+      // Every node is computed once and backwarded once.
+      std::size_t computes = 0, backwards = 0;
+      for (const step& s : p.steps) {
+        computes += s.kind == step_kind::compute;
+        backwards += s.kind == step_kind::backward;
+      }
+      CHECK(computes == g.size() - 1);
+      CHECK(backwards == g.size() - 1);
+      return sim;
+    };
+    const simulation regular = check(plan_none(g));
+    CHECK(regular.recompute_time == 0);
+    check(plan::from_kept(g, random_kept(g, rng), "kept"));
+    check(plan::from_kept(g, node_set(g.size()), "kept"));
+    check(plan::from_stages(g, random_stages(g, rng), "stages"));
+    check(plan_every_k(g, 1 + seed % 4));
+    check(plan_sqrt(g));
+    // One stage per node keeps every value that has a consumer: no recompute.
+    std::vector<std::uint32_t> each(g.size());
+    for (node_id v = 0; v < g.size(); ++v) each[v] = v;
+    CHECK(check(plan::from_stages(g, each, "stages")).recompute_time == 0);
+  }
+}
+
+TEST_CASE("no node is recomputed twice by either builder") {
+  std::mt19937_64 rng(11);
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const graph g = test::random_dag(12, seed, 5, 3);
+    for (const plan& p : {plan::from_kept(g, random_kept(g, rng), "kept"),
+                          plan::from_stages(g, random_stages(g, rng), "stages")}) {
+      std::vector<int> count(g.size(), 0);
+      for (const step& s : p.steps)
+        if (s.kind == step_kind::recompute) ++count[s.node];
+      for (int c : count) CHECK(c <= 1);
+    }
+  }
+}
+
+TEST_CASE("node fates follow the plan") {
+  const graph g = test::concat_block();
+  std::vector<std::uint32_t> stage(g.size(), 0);
+  for (const char* n : {"c", "k", "e"}) stage[*g.find(n)] = 1;
+  const auto fate = node_fates(g, plan::from_stages(g, stage, "stages").steps);
+  CHECK(fate[*g.find("x")] == node_fate::input);
+  CHECK(fate[*g.find("a")] == node_fate::dropped);
+  CHECK(fate[*g.find("b")] == node_fate::kept);
+  CHECK(fate[*g.find("c")] == node_fate::recomputed);
+  CHECK(fate[*g.find("k")] == node_fate::recomputed);
+  CHECK(fate[*g.find("e")] == node_fate::dropped);
+}
+
+TEST_CASE("stage assignments that are not lower sets are refused") {
+  const graph g = test::chain();
+  std::vector<std::uint32_t> stage{0, 1, 0, 2};  // b before its operand a
+  CHECK_THROWS_WITH_AS((void)schedule_from_stages(g, stage),
+                       "stages are not lower sets: 'a' (stage 1) feeds 'b' (stage 0)", error);
+  CHECK_THROWS_AS((void)schedule_from_stages(g, std::vector<std::uint32_t>{0, 0}), error);
+}
+
+TEST_CASE("baselines") {
+  const graph g = test::chain();
+  CHECK(plan_every_k(g, 1).kept.count() == 3);
+  CHECK(plan_every_k(g, 2).kept.count() == 1);
+  CHECK_THROWS_AS((void)plan_every_k(g, 0), error);
+  CHECK(articulation_candidates(g) == std::vector<node_id>{1, 2});
+  CHECK(plan_sqrt(g).method == "sqrt");
+}
+
+TEST_CASE("descendant sums agree with a direct walk") {
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    const graph g = test::random_dag(40 + seed * 3, seed, 6, 3);
+    const auto sums = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
+    for (node_id v = 0; v < g.size(); ++v) {
+      std::vector<char> seen(g.size(), 0);
+      std::vector<node_id> stack{v};
+      std::uint64_t expect = 0;
+      while (!stack.empty()) {
+        const node_id u = stack.back();
+        stack.pop_back();
+        for (node_id s : g.successors(u))
+          if (!seen[s]) {
+            seen[s] = 1;
+            expect += g.params(s);
+            stack.push_back(s);
+          }
+      }
+      CHECK(sums[v] == expect);
+    }
+  }
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,2 @@
+// Linked with one translation unit per public header; building it is the test.
+int main() { return 0; }

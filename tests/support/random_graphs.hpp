@@ -1,0 +1,58 @@
+#pragma once
+
+// Seeded random graphs shared by tests and benchmarks.
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <remat/graph.hpp>
+
+namespace remat::test {
+
+// A random DAG with one input, `n` computed nodes and one sink: each node takes
+// 1..max_fan_in operands among the `window` nodes before it, sizes and times are
+// random, backward reads are drawn from all four kinds, and every node without a
+// consumer feeds the final sink so the graph has a single output.
+inline graph random_dag(std::size_t n, std::uint64_t seed, std::size_t window = 4, std::size_t max_fan_in = 2,
+                        bool with_params = true) {
+  std::mt19937_64 rng(seed);
+  graph_builder b("random-" + std::to_string(seed));
+  node_spec input;
+  input.name = "x";
+  input.op = "input";
+  input.bytes = 1 + rng() % 64;
+  b.add(input);
+  std::vector<char> consumed(n + 1, 0);
+  for (std::size_t i = 1; i <= n; ++i) {
+    node_spec s;
+    s.name = "v" + std::to_string(i);
+    s.op = "op";
+    s.bytes = 1 + rng() % 100;
+    s.time = static_cast<double>(1 + rng() % 9);
+    s.params = with_params && rng() % 3 == 0 ? rng() % 50 : 0;
+    s.reads = static_cast<backward_reads>(rng() % 4);
+    const std::size_t fan = 1 + rng() % max_fan_in;
+    for (std::size_t k = 0; k < fan; ++k) {
+      const std::size_t lo = i > window ? i - window : 0;
+      const std::size_t pick = lo + rng() % (i - lo);
+      if (std::find(s.inputs.begin(), s.inputs.end(), pick) == s.inputs.end()) s.inputs.push_back(pick);
+      consumed[pick] = 1;
+    }
+    b.add(std::move(s));
+  }
+  node_spec sink;
+  sink.name = "loss";
+  sink.op = "loss";
+  sink.bytes = 4;
+  sink.time = 1;
+  sink.reads = backward_reads::inputs;
+  for (std::size_t i = 1; i <= n; ++i)
+    if (!consumed[i]) sink.inputs.push_back(i);
+  b.add(std::move(sink));
+  return std::move(b).build();
+}
+
+}  // namespace remat::test
