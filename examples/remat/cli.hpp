@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +42,14 @@ class report {
   std::vector<std::pair<std::string, std::string>> rows_;
   nlohmann::json json_ = nlohmann::json::object();
 };
+
+/// Writes a whole file. \throws remat::error when it cannot.
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw error("cannot write '" + path + "'");
+  out << text;
+  if (!out) throw error("cannot write '" + path + "'");
+}
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
@@ -97,5 +106,10 @@ inline void add_figures(report& out, const graph& g, const plan& p, const simula
                                  computed - kept - recomputed, computed),
           {{"kept", kept}, {"recomputed", recomputed}, {"computed", computed}});
 }
+
+// Each command registers itself on the app; the callback runs it.
+void add_info_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
 
 }  // namespace remat::cli
