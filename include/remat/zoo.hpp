@@ -1,0 +1,13 @@
+#pragma once
+
+/// \file
+/// The model zoo: op-level graphs of well-known networks (models.hpp), the
+/// network_builder they share (network_builder.hpp), NAS cell networks
+/// (nas.hpp), generators for scale (generators.hpp) and the device profiles of
+/// their time estimates (device.hpp). See docs/zoo.md.
+
+#include "zoo/device.hpp"
+#include "zoo/generators.hpp"
+#include "zoo/models.hpp"
+#include "zoo/nas.hpp"
+#include "zoo/network_builder.hpp"
