@@ -1,0 +1,220 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <remat/baselines.hpp>
+#include <remat/bounds.hpp>
+#include <remat/io/json.hpp>
+#include <remat/simulate.hpp>
+#include <remat/zoo/models.hpp>
+
+namespace zoo = remat::zoo;
+
+namespace {
+
+std::vector<std::int64_t> shape_of(const remat::graph& g, const std::string& node) {
+  const auto v = g.find(node);
+  REQUIRE_MESSAGE(v.has_value(), "no node " << node);
+  return std::get<std::vector<std::int64_t>>(g.attrs(*v).at("shape"));
+}
+
+std::uint64_t parameter_elements(const remat::graph& g, const std::string& skip_prefix = {}) {
+  std::uint64_t bytes = 0;
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (skip_prefix.empty() || g.node_name(v).rfind(skip_prefix, 0) != 0) bytes += g.params(v);
+  return bytes / 4;  // f32
+}
+
+zoo::build_options sized(std::int64_t batch, zoo::dtype type = zoo::dtype::f32, std::string device = "h100",
+                         std::int64_t height = 0, std::int64_t width = 0) {
+  zoo::build_options o;
+  o.batch = batch;
+  o.height = height;
+  o.width = width;
+  o.type = type;
+  o.device = std::move(device);
+  return o;
+}
+
+// What each op's backward reads: the op reference of docs/zoo.md.
+remat::backward_reads contract(const std::string& op) {
+  using r = remat::backward_reads;
+  const std::vector<std::pair<std::string, r>> table{
+      {"input", r::none},     {"conv2d", r::inputs},   {"batch_norm", r::inputs},        {"relu", r::output},
+      {"sigmoid", r::output}, {"max_pool", r::both},   {"avg_pool", r::none},            {"adaptive_avg_pool", r::none},
+      {"add", r::none},       {"concat", r::none},     {"linear", r::inputs},            {"dropout", r::none},
+      {"flatten", r::none},   {"slice", r::none},      {"softmax_cross_entropy", r::inputs}};
+  for (const auto& [name, reads] : table)
+    if (name == op) return reads;
+  FAIL("op " << op << " is not in the op reference");
+  return r::both;
+}
+
+}  // namespace
+
+TEST_CASE("ImageNet models have torchvision's parameter counts exactly") {
+  // torchvision's num_params (the Weights meta of each model builder); every
+  // parameter counted, Inception v3's auxiliary classifier included.
+  const std::vector<std::pair<std::string, std::uint64_t>> torchvision{
+      {"alexnet", 61100840},     {"vgg11", 132863336},       {"vgg13", 133047848},       {"vgg16", 138357544},
+      {"vgg19", 143667240},      {"resnet18", 11689512},     {"resnet34", 21797672},     {"resnet50", 25557032},
+      {"resnet101", 44549160},   {"resnet152", 60192808},    {"densenet121", 7978856},   {"densenet161", 28681000},
+      {"densenet169", 14149480}, {"densenet201", 20013928},  {"inception-v3", 27161264},
+  };
+  for (const auto& [name, count] : torchvision) {
+    CAPTURE(name);
+    const remat::graph g = zoo::build(name);
+    CHECK(parameter_elements(g) == count);
+    CHECK(zoo::find_model(name).published_parameters == count);
+    CHECK(zoo::find_model(name).published_rounding == 1);
+  }
+}
+
+TEST_CASE("NAS networks land on their papers' parameter counts to 0.1M") {
+  // Counted as DARTS' count_parameters_in_MB counts: every parameter except the
+  // auxiliary head's. Papers: NASNet-A 3.3M, AmoebaNet-A 3.2M, DARTS (2nd order) 3.3M.
+  const std::vector<std::pair<std::string, double>> papers{
+      {"nasnet-cifar10", 3.3}, {"amoebanet-cifar10", 3.2}, {"darts-cifar10", 3.3}};
+  for (const auto& [name, millions] : papers) {
+    CAPTURE(name);
+    const remat::graph g = zoo::build(name);
+    const double counted = static_cast<double>(parameter_elements(g, "auxiliary_head.")) / 1e6;
+    CHECK(std::round(counted * 10) / 10 == doctest::Approx(millions));
+    CHECK(parameter_elements(g) > parameter_elements(g, "auxiliary_head."));  // the head is there
+  }
+  // DARTS_V2 at C = 36, 20 cells is the network of the DARTS paper; its code logs 3.349342 MB.
+  CHECK(parameter_elements(zoo::build("darts-cifar10"), "auxiliary_head.") == 3349342);
+}
+
+TEST_CASE("ResNet-50 stage outputs at 224x224") {
+  const remat::graph g = zoo::build("resnet50", sized(2));
+  CHECK(shape_of(g, "maxpool") == std::vector<std::int64_t>{2, 64, 56, 56});
+  CHECK(shape_of(g, "layer1.2.relu_out") == std::vector<std::int64_t>{2, 256, 56, 56});
+  CHECK(shape_of(g, "layer2.3.relu_out") == std::vector<std::int64_t>{2, 512, 28, 28});
+  CHECK(shape_of(g, "layer3.5.relu_out") == std::vector<std::int64_t>{2, 1024, 14, 14});
+  CHECK(shape_of(g, "layer4.2.relu_out") == std::vector<std::int64_t>{2, 2048, 7, 7});
+  CHECK(shape_of(g, "fc") == std::vector<std::int64_t>{2, 1000});
+  CHECK(shape_of(g, "loss") == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("Inception v3 at 300x300: every Mixed block's output") {
+  const remat::graph g = zoo::build("inception-v3");
+  // out = floor((in + 2p - k) / s) + 1:
+  //   Conv2d_1a 3x3/2: (300-3)/2+1 = 149; Conv2d_2a 3x3: 147; Conv2d_2b 3x3 p1: 147;
+  //   maxpool1 3/2: (147-3)/2+1 = 73; Conv2d_3b 1x1: 73; Conv2d_4a 3x3: 71; maxpool2 3/2: (71-3)/2+1 = 35;
+  //   Mixed_5* keep 35; Mixed_6a 3x3/2: (35-3)/2+1 = 17; Mixed_6* keep 17; Mixed_7a 3x3/2: (17-3)/2+1 = 8.
+  // Channels: 5b 64+64+96+32 = 256; 5c, 5d 64+64+96+64 = 288; 6a 384+96+288 = 768;
+  //   6b-6e 4 x 192 = 768; 7a 320+192+768 = 1280; 7b, 7c 320+768+768+192 = 2048.
+  CHECK(shape_of(g, "maxpool2") == std::vector<std::int64_t>{32, 192, 35, 35});
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> mixed{
+      {"Mixed_5b", {32, 256, 35, 35}},  {"Mixed_5c", {32, 288, 35, 35}},  {"Mixed_5d", {32, 288, 35, 35}},
+      {"Mixed_6a", {32, 768, 17, 17}},  {"Mixed_6b", {32, 768, 17, 17}},  {"Mixed_6c", {32, 768, 17, 17}},
+      {"Mixed_6d", {32, 768, 17, 17}},  {"Mixed_6e", {32, 768, 17, 17}},  {"Mixed_7a", {32, 1280, 8, 8}},
+      {"Mixed_7b", {32, 2048, 8, 8}},   {"Mixed_7c", {32, 2048, 8, 8}},
+  };
+  for (const auto& [block, expected] : mixed) {
+    CAPTURE(block);
+    CHECK(shape_of(g, block + ".concat") == expected);
+  }
+  // The auxiliary classifier: avg_pool 5/3 on 17x17 gives (17-5)/3+1 = 5, conv1 5x5 gives 1x1.
+  CHECK(shape_of(g, "AuxLogits.conv1.relu") == std::vector<std::int64_t>{32, 768, 1, 1});
+}
+
+TEST_CASE("models with an auxiliary classifier have two weighted losses, both sinks") {
+  for (const char* name : {"inception-v3", "darts-cifar10"}) {
+    CAPTURE(name);
+    const remat::graph g = zoo::build(name);
+    const auto main = g.find("loss"), aux = g.find("aux_loss");
+    REQUIRE(main);
+    REQUIRE(aux);
+    CHECK(std::get<double>(g.attrs(*main).at("loss_weight")) == 1.0);
+    CHECK(std::get<double>(g.attrs(*aux).at("loss_weight")) == 0.4);
+    std::size_t sinks = 0;
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (!g.is_input(v) && g.successors(v).empty()) {
+        ++sinks;
+        CHECK(g.op(v) == "softmax_cross_entropy");
+      }
+    CHECK(sinks == 2);
+  }
+}
+
+TEST_CASE("every node follows the op reference") {
+  for (const zoo::model_info& m : zoo::models()) {
+    CAPTURE(m.name);
+    const remat::graph g = zoo::build(m.name, sized(2, zoo::dtype::f16, "a100"));
+    CHECK(g.name() == m.name);
+    for (std::size_t v = 0; v < g.size(); ++v) {
+      CAPTURE(g.node_name(v));
+      const auto& attrs = g.attrs(v);
+      const auto& dims = std::get<std::vector<std::int64_t>>(attrs.at("shape"));
+      const auto& type = std::get<std::string>(attrs.at("dtype"));
+      std::uint64_t count = 1;
+      for (std::int64_t d : dims) count *= static_cast<std::uint64_t>(d);
+      CHECK(g.bytes(v) == count * (type == "i64" ? 8 : 2));
+      CHECK((type == "f16" || (type == "i64" && g.node_name(v) == "labels")));
+      CHECK(g.reads(v) == contract(g.op(v)));
+      if (!g.is_input(v)) {
+        CHECK(g.time(v) > 0);
+        CHECK(g.backward_time(v) > 0);
+      }
+      CHECK(g.workspace(v) == 0);
+    }
+    CHECK(g.find("input"));
+    CHECK(g.find("labels"));
+  }
+}
+
+TEST_CASE("build options scale bytes and times") {
+  const remat::graph base = zoo::build("resnet18");
+  const remat::graph bigger = zoo::build("resnet18", sized(512));
+  const remat::graph half = zoo::build("resnet18", sized(0, zoo::dtype::bf16));
+  const remat::graph slow = zoo::build("resnet18", sized(0, zoo::dtype::f32, "rtx2080ti"));
+  const auto conv1 = *base.find("conv1");
+  CHECK(bigger.bytes(conv1) == 2 * base.bytes(conv1));  // default batch 256
+  CHECK(half.bytes(conv1) * 2 == base.bytes(conv1));
+  CHECK(half.param_bytes() * 2 == base.param_bytes());
+  CHECK(slow.forward_time() > base.forward_time());
+  CHECK(shape_of(zoo::build("resnet18", sized(1, zoo::dtype::f32, "h100", 160, 128)),
+                 "layer4.1.relu_out") == std::vector<std::int64_t>{1, 512, 5, 4});
+}
+
+TEST_CASE("the model list carries the OGC table's default sizes") {
+  REQUIRE(zoo::models().size() == 18);
+  CHECK(zoo::find_model("alexnet").batch == 1024);
+  CHECK(zoo::find_model("resnet152").batch == 16);
+  CHECK(zoo::find_model("inception-v3").height == 300);
+  CHECK(zoo::find_model("darts-cifar10").width == 32);
+  const remat::graph g = zoo::build("densenet201");
+  CHECK(shape_of(g, "input") == std::vector<std::int64_t>{16, 3, 224, 224});
+}
+
+TEST_CASE("bad requests are refused with a reason") {
+  CHECK_THROWS_WITH_AS(zoo::build("resnet51"), doctest::Contains("unknown model 'resnet51' (known: alexnet, vgg11"),
+                       remat::error);
+  CHECK_THROWS_WITH_AS(zoo::build("resnet50", sized(0, zoo::dtype::f32, "tpu")),
+                       doctest::Contains("unknown device profile 'tpu' (known: h100, a100, rtx2080ti)"), remat::error);
+  CHECK_THROWS_WITH_AS(zoo::build("vgg11", sized(1, zoo::dtype::f32, "h100", 16, 16)),
+                       doctest::Contains("node 'features.20'"), remat::error);
+  CHECK_THROWS_WITH_AS(zoo::build("darts-cifar10", sized(1, zoo::dtype::f32, "h100", 64, 64)),
+                       doctest::Contains("auxiliary head needs an 8×8 map"), remat::error);
+}
+
+TEST_CASE("regular training and the per-op floor run on every model") {
+  for (const zoo::model_info& m : zoo::models()) {
+    CAPTURE(m.name);
+    const remat::graph g = zoo::build(m.name, sized(4));
+    const remat::simulation regular = remat::simulate(g, remat::plan_none(g).steps);
+    CHECK(remat::per_op_floor(g).bytes <= regular.peak_bytes);
+    CHECK(regular.peak_bytes > g.param_bytes() * 2);
+  }
+}
+
+TEST_CASE("an exported model reads back to the same bytes") {
+  const std::string text = remat::io::write_graph_json(zoo::build("inception-v3", sized(2)));
+  CHECK(remat::io::write_graph_json(remat::io::read_graph_json(text, "inception.json")) == text);
+}
