@@ -12,10 +12,15 @@ int main(int argc, char** argv) {
   remat::cli::add_info_command(app);
   remat::cli::add_plan_command(app);
   remat::cli::add_simulate_command(app);
+  remat::cli::add_zoo_command(app);
+  remat::cli::add_gen_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Bad arguments get one line, like every other error.
+    std::cerr << "remat: error: " << e.what() << " (see --help)\n";
+    return e.get_exit_code();
   } catch (const std::exception& e) {
     std::cerr << "remat: error: " << e.what() << "\n";
     return 1;

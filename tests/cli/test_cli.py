@@ -50,7 +50,8 @@ with tempfile.TemporaryDirectory() as tmp:
         return str(p)
 
     # --help on every command
-    for cmd in ([], ["info"], ["plan"], ["simulate"]):
+    for cmd in ([], ["info"], ["plan"], ["simulate"], ["zoo"], ["zoo", "list"], ["zoo", "export"], ["gen"],
+                ["gen", "chain"], ["gen", "random"], ["gen", "nas"], ["gen", "transformer"]):
         r = run(*cmd, "--help")
         check(f"--help {' '.join(cmd)}", r.returncode == 0 and "Usage" in r.stdout, r.stdout + r.stderr)
 
@@ -128,6 +129,64 @@ with tempfile.TemporaryDirectory() as tmp:
     check("unknown command is refused", r.returncode != 0, r.stderr)
     located = run("info", file("loc.json", json.dumps(bad, indent=1)))
     check("errors name file and line", ":" in located.stderr and "loc.json:" in located.stderr, located.stderr)
+
+    # zoo: the model list, exports, and the shipped graphs it made
+    r = run("zoo", "list")
+    check("zoo list prints 18 models", r.returncode == 0 and len(r.stdout.splitlines()) == 19 and
+          "resnet50" in r.stdout and "25557032" in r.stdout, r.stdout + r.stderr)
+    r = run("zoo", "list", "--json")
+    models = {m["name"]: m for m in json.loads(r.stdout)} if r.returncode == 0 else {}
+    check("zoo list --json", models.get("inception-v3", {}).get("parameters") == 27161264 and
+          models.get("alexnet", {}).get("batch") == 1024 and models.get("darts-cifar10", {}).get("height") == 32,
+          r.stdout[:300] + r.stderr)
+    r = run("zoo", "export", "resnet50")
+    exported = json.loads(r.stdout) if r.returncode == 0 else {"nodes": []}
+    nodes = {n["name"]: n for n in exported["nodes"]}
+    check("zoo export writes remat JSON to stdout", exported.get("name") == "resnet50" and len(nodes) == 178 and
+          nodes.get("layer1.0.conv1", {}).get("attrs", {}).get("shape") == [64, 64, 56, 56], r.stderr)
+    for name in ("resnet50", "densenet121", "inception-v3", "darts-cifar10"):
+        r = run("zoo", "export", name)
+        shipped = ROOT / "examples/graphs" / f"{name}.json"
+        check(f"examples/graphs/{name}.json is 'remat zoo export {name}'",
+              r.returncode == 0 and shipped.exists() and shipped.read_text() == r.stdout, r.stderr)
+    small = str(tmp / "small.json")
+    r = run("zoo", "export", "resnet18", "--batch", "2", "--image", "64", "96", "--dtype", "bf16", "--device", "a100",
+            "-o", small)
+    graph = json.loads(Path(small).read_text()) if r.returncode == 0 else {"nodes": []}
+    first = graph["nodes"][0] if graph["nodes"] else {}
+    check("zoo export options", first.get("attrs") == {"shape": [2, 3, 64, 96], "dtype": "bf16"} and
+          "written to" in r.stdout, r.stdout + r.stderr)
+    r = run("info", small, "--json")
+    check("info reads an exported model", r.returncode == 0 and json.loads(r.stdout).get("parameters") == 2 * 11689512,
+          r.stdout + r.stderr)
+
+    # gen: every kind writes a graph info can read; a seed gives the same graph
+    for kind, args in (("chain", ["--length", "50", "--max-features", "2048", "--seed", "3"]),
+                       ("random", ["--layers", "6", "--width", "3", "--density", "0.3", "--seed", "5"]),
+                       ("nas", ["--cell", "amoebanet", "--cells", "6", "--batch", "4", "--aux"]),
+                       ("transformer", ["--layers", "2", "--batch", "2", "--seq", "32", "--hidden", "64", "--heads", "4"])):
+        out = str(tmp / f"{kind}.json")
+        r = run("gen", kind, *args, "-o", out)
+        info_r = run("info", out, "--json") if r.returncode == 0 else r
+        check(f"gen {kind}", r.returncode == 0 and info_r.returncode == 0 and json.loads(info_r.stdout).get("nodes", 0) > 10,
+              r.stdout + r.stderr + info_r.stderr)
+    r1, r2 = run("gen", "random", "--seed", "9"), run("gen", "random", "--seed", "9")
+    check("gen random is deterministic", r1.returncode == 0 and r1.stdout == r2.stdout, r1.stderr)
+    r = run("gen", "nas", "--cells", "1900", "-o", str(tmp / "big.json"))
+    check("gen nas makes a 10^5-node stack", r.returncode == 0 and "104436 nodes" in r.stdout, r.stdout + r.stderr)
+
+    expect_error("zoo: unknown model", ["zoo", "export", "resnet51"], "unknown model 'resnet51' (known: alexnet")
+    expect_error("zoo: unknown dtype", ["zoo", "export", "resnet50", "--dtype", "f8"], "unknown dtype 'f8'")
+    expect_error("zoo: unknown device", ["zoo", "export", "resnet50", "--device", "tpu"], "unknown device profile 'tpu'")
+    expect_error("zoo: bad batch", ["zoo", "export", "resnet50", "--batch", "abc"], "--batch: expected a positive whole number")
+    expect_error("zoo: one image size", ["zoo", "export", "resnet50", "--image", "300"], "--image")
+    expect_error("zoo: image too small", ["zoo", "export", "vgg11", "--image", "16", "16"], "node 'features.20'")
+    expect_error("zoo: no model", ["zoo", "export"], "NAME is required")
+    expect_error("gen: no kind", ["gen"], "subcommand is required")
+    expect_error("gen: heads must divide", ["gen", "transformer", "--heads", "5"], "heads (5) must divide hidden (768)")
+    expect_error("gen: auxiliary head needs 8x8", ["gen", "nas", "--image", "64", "64", "--aux"], "auxiliary head needs")
+    expect_error("gen: unknown cell", ["gen", "nas", "--cell", "enas"], "unknown cell genotype 'enas'")
+    expect_error("gen: density", ["gen", "random", "--density", "2"], "--density")
 
 print(f"cli: {cases - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)
