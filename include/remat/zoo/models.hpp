@@ -267,7 +267,7 @@ inline tensor inception_e(network_builder& b, const std::string& at, const tenso
 }
 
 // Inception v3 in training mode with its auxiliary classifier (loss weight 0.4,
-// as torchvision's reference training script weighs it); transform_input off.
+// as PyTorch's fine-tuning tutorial weighs it); transform_input off.
 inline void inception_v3(network_builder& b, const model_sizes& s) {
   tensor x = b.input("input", {s.batch, 3, s.height, s.width});
   const tensor labels = b.labels("labels", s.batch);
