@@ -186,6 +186,7 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error("gen: heads must divide", ["gen", "transformer", "--heads", "5"], "heads (5) must divide hidden (768)")
     expect_error("gen: auxiliary head needs 8x8", ["gen", "nas", "--image", "64", "64", "--aux"], "auxiliary head needs")
     expect_error("gen: unknown cell", ["gen", "nas", "--cell", "enas"], "unknown cell genotype 'enas'")
+    expect_error("gen: odd map", ["gen", "nas", "--image", "31", "31"], "FactorizedReduce needs an even map, got 31×31")
     expect_error("gen: density", ["gen", "random", "--density", "2"], "--density")
 
 print(f"cli: {cases - failures} passed, {failures} failed")

@@ -121,7 +121,7 @@ class nas_writer {
  public:
   explicit nas_writer(network_builder& b) : b_(b) {}
 
-  tensor network(const genotype& cells_genotype, const nas_options& o) {
+  void network(const genotype& cells_genotype, const nas_options& o) {
     if (o.cells < 1 || o.channels < 1 || o.classes < 1) throw error("a NAS network needs cells, channels and classes >= 1");
     const tensor images = b_.input("input", {o.batch, 3, o.height, o.width});
     const tensor labels = b_.labels("labels", o.batch);
@@ -141,7 +141,7 @@ class nas_writer {
     }
     tensor pooled = b_.adaptive_avg_pool("global_pooling", s1, 1, 1);
     tensor logits = b_.linear("classifier", b_.flatten("flatten", pooled), o.classes);
-    return b_.softmax_cross_entropy("loss", logits, labels);
+    b_.softmax_cross_entropy("loss", logits, labels);
   }
 
  private:
@@ -222,6 +222,10 @@ class nas_writer {
   // one pixel (x[:, :, 1:, 1:]), each making half of the channels.
   tensor factorized_reduce(const std::string& at, const tensor& x, std::int64_t c) {
     if (c % 2 != 0) throw error("node '" + at + "': FactorizedReduce needs an even channel count, got " + std::to_string(c));
+    // Its two halves only line up on an even map (as in PyTorch, where torch.cat fails).
+    if (x.dims[2] % 2 != 0 || x.dims[3] % 2 != 0)
+      throw error("node '" + at + "': FactorizedReduce needs an even map, got " + std::to_string(x.dims[2]) + "×" +
+                  std::to_string(x.dims[3]) + " (image sizes must be divisible by 4)");
     const tensor r = b_.relu(at + ".relu", x);
     const tensor a = b_.conv2d(at + ".conv_1", r, conv(c / 2, {1, 1}, 2, {0, 0}));
     const shape& d = r.dims;
