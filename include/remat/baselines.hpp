@@ -30,15 +30,16 @@ inline node_set values_read_by_backward(const graph& g) {
 /// Regular training: keep every value a backward reads, recompute nothing.
 inline plan plan_none(const graph& g) { return plan::from_kept(g, values_read_by_backward(g), "none"); }
 
-/// Keeps every k-th non-input node in id order (the k-th, 2k-th, ...); the rest
-/// is recomputed when needed. k = 1 keeps every value. \throws remat::error if k == 0.
+/// Stages of k consecutive computed nodes in id order: each stage keeps what
+/// later stages use and recomputes its dropped nodes in the backward. k = 1
+/// recomputes nothing. \throws remat::error if k == 0.
 inline plan plan_every_k(const graph& g, std::size_t k) {
   if (k == 0) throw error("every-k needs k >= 1");
-  node_set keep(g.size());
+  std::vector<std::uint32_t> stage_of(g.size(), 0);
   std::size_t position = 0;
   for (std::size_t v = 0; v < g.size(); ++v)
-    if (!g.is_input(v) && ++position % k == 0) keep.insert(v);
-  return plan::from_kept(g, std::move(keep), "every-k");
+    if (!g.is_input(v)) stage_of[v] = static_cast<std::uint32_t>(position++ / k);
+  return plan::from_stages(g, std::move(stage_of), "every-k");
 }
 
 /// The nodes where Chen et al. may cut: v such that no edge jumps over it in id
@@ -54,11 +55,13 @@ inline std::vector<node_id> articulation_candidates(const graph& g) {
 }
 
 /// Chen et al. (2016), "Training deep nets with sublinear memory cost": walk the
-/// nodes in order, summing output bytes, and keep a candidate node (an
-/// articulation point; every node when there is none) whenever the sum since
-/// the last kept node exceeds a budget b. As in the paper, b is searched around
-/// sqrt(x·y), where x and y are the kept bytes and the largest segment with
-/// every candidate kept; the b whose plan simulates lowest wins.
+/// nodes in order, summing output bytes, and end a segment at a candidate node
+/// (an articulation point; every node when there is none) whenever the sum
+/// since the last segment end exceeds a budget b. As in the paper, b is searched
+/// around sqrt(x·y), where x and y are the kept bytes and the largest segment
+/// with every candidate kept; the b whose plan simulates lowest wins. Segments
+/// become stages (id intervals), so the plan is in the same family as the
+/// lower-set programmes.
 inline plan plan_sqrt(const graph& g) {
   std::vector<node_id> candidates = articulation_candidates(g);
   if (candidates.size() < 2) {
@@ -70,22 +73,24 @@ inline plan plan_sqrt(const graph& g) {
   for (node_id v : candidates) candidate[v] = 1;
 
   auto greedy = [&](double budget, double* kept_bytes, double* widest) {
-    node_set keep(g.size());
+    std::vector<std::uint32_t> stage_of(g.size(), 0);
+    std::uint32_t stage = 0;
     double since = 0;
     *kept_bytes = 0;
     *widest = 0;
     for (node_id v = 0; v < g.size(); ++v) {
       if (g.is_input(v)) continue;
+      stage_of[v] = stage;
       since += static_cast<double>(g.bytes(v));
       if (candidate[v] && since > budget) {
-        keep.insert(v);
         *kept_bytes += static_cast<double>(g.bytes(v));
         *widest = std::max(*widest, since);
         since = 0;
+        ++stage;
       }
     }
     *widest = std::max(*widest, since);
-    return keep;
+    return stage_of;
   };
 
   double x = 0, y = 0;
@@ -95,7 +100,7 @@ inline plan plan_sqrt(const graph& g) {
   std::uint64_t best_peak = 0;
   for (double factor : {0.25, 0.5, 0.71, 1.0, 1.41, 2.0, 4.0}) {
     double kept = 0, widest = 0;
-    plan p = plan::from_kept(g, greedy(center * factor, &kept, &widest), "sqrt");
+    plan p = plan::from_stages(g, greedy(center * factor, &kept, &widest), "sqrt");
     const std::uint64_t peak = simulate(g, p.steps).peak_bytes;
     if (best.steps.empty() || peak < best_peak) {
       best = std::move(p);

@@ -226,7 +226,8 @@ inline void validate_stages(const graph& g, std::span<const std::uint32_t> stage
 /// Stage-wise schedule for an increasing sequence of lower sets (Kusumoto
 /// style), given as a stage index per node (see validate_stages; stage numbers
 /// need not be contiguous). A node is kept when a consumer lies in a later
-/// stage (it is on the boundary of its lower set). Forward runs the stages in
+/// stage (it is on the boundary of its lower set), and so is a sink whose
+/// backward reads its own output (nothing could be gained by dropping it). Forward runs the stages in
 /// order, freeing the other nodes after their last consumer. Backward runs the
 /// stages in reverse: it first recomputes the stage's dropped nodes that some
 /// backward of the stage reads (with the dropped nodes they need), then runs
@@ -242,9 +243,11 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
                    [&](node_id a, node_id b) { return stage_of[a] < stage_of[b]; });
 
   std::vector<char> boundary(n, 0);
-  for (node_id v : order)
+  for (node_id v : order) {
+    if (g.successors(v).empty() && reads_output(g.reads(v))) boundary[v] = 1;
     for (node_id s : g.successors(v))
       if (stage_of[s] > stage_of[v]) boundary[v] = 1;
+  }
 
   schedule out;
   out.reserve(4 * n);
@@ -257,7 +260,7 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
         live[p] = 0;
         out.push_back({step_kind::free, p});
       }
-    if (g.successors(v).empty()) {
+    if (g.successors(v).empty() && !boundary[v]) {
       live[v] = 0;
       out.push_back({step_kind::free, v});
     }

@@ -1,0 +1,821 @@
+#pragma once
+
+/// \file
+/// Dynamic programmes over increasing sequences of lower sets (Kusumoto et al.,
+/// NeurIPS 2019), with a cost model that knows what each backward reads, and
+/// figures equal to the simulator's to the byte.
+///
+/// A plan is a chain ∅ = L₀ ⊂ L₁ ⊂ … ⊂ L_k = V of lower sets; stage i holds
+/// V_i = L_i \ L_{i-1} and the schedule is schedule_from_stages (see
+/// schedule.hpp for what is kept, recomputed and freed). Design note: the
+/// builder frees a value kept from the forward only after the backwards of all
+/// its consumers (and its own when it reads its output), so the memory while
+/// stage i runs is exactly M_{i-1} + c(L_{i-1}, L_i), where M is the bytes kept
+/// by earlier stages and c depends on the two lower sets only. A label
+/// (kept bytes M, peak so far P, recompute time R) per lower set, pruned to its
+/// Pareto front, then makes the programme exact:
+///
+/// * memory objective: least peak, then least recompute;
+/// * time objective: least recompute with every stage within a byte budget,
+///   then least peak;
+/// * frontier: every (peak, recompute) pair no other plan beats on both.
+///
+/// Families of lower sets:
+/// * `exact`: all lower sets, generated on demand by reverse search from each
+///   state, pruned by bounds that only grow as a stage grows (the bytes of
+///   recomputed values read by a backward, the kept bytes not yet released,
+///   the forward peak; and for the time objective the recompute time). States
+///   are keyed by (piece, lower set of the piece) using decompose_series.
+///   Worst case O(Σ_L |supersets(L)| · (|stage| + deg) · front) time; the
+///   number of lower sets is the driver (see lower_sets.hpp).
+/// * `prefix`: the prefixes of the id order (stages are id intervals): exact on
+///   linear graphs, an approximation elsewhere. O(n · |stage| · (|stage| + deg)).
+/// * `principal`: Kusumoto's approximate family {∅} ∪ {↓v} ∪ {V}, all
+///   comparable pairs. O(n² · (n + m)).
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "baselines.hpp"
+#include "graph.hpp"
+#include "lower_sets.hpp"
+#include "node_set.hpp"
+#include "schedule.hpp"
+#include "simulate.hpp"
+#include "solution.hpp"
+
+namespace remat {
+
+enum class objective { memory, time };
+
+enum class dp_family { exact, prefix, principal };
+
+struct dp_options {
+  objective goal = objective::memory;
+  /// Time objective: no step may exceed this many bytes. Memory objective:
+  /// plans above it are not explored (an upper bound speeds the search).
+  std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t max_states = std::uint64_t{1} << 22;
+  std::uint64_t max_transitions = std::uint64_t{1} << 32;
+  std::chrono::milliseconds time_limit{0};  ///< 0: none
+  /// Keep the whole Pareto front of (peak, recompute) at the end (pareto.hpp).
+  bool keep_frontier = false;
+};
+
+/// One point of the Pareto frontier with the stage assignment that reaches it.
+struct frontier_point {
+  std::uint64_t peak = 0;
+  double recompute = 0;
+  std::vector<std::uint32_t> stage_of;
+};
+
+struct dp_result {
+  solution result;
+  std::vector<frontier_point> frontier;  ///< when options.keep_frontier, by increasing peak
+  bool complete = false;                 ///< the family was fully explored
+};
+
+namespace detail {
+
+/// What running one stage costs, independent of the bytes kept before it.
+struct stage_cost {
+  std::uint64_t kept_added = 0;  ///< bytes of the stage's nodes kept for later stages
+  std::uint64_t peak = 0;        ///< largest memory of any of its steps, minus earlier kept bytes
+  double recompute = 0;          ///< recompute time of its backward
+};
+
+/// Computes stage costs exactly as schedule_from_stages runs them. Scratch
+/// arrays are stamped, so one evaluation costs O(|V| + edges at V + |∂L|).
+class stage_evaluator {
+ public:
+  explicit stage_evaluator(const graph& g)
+      : g_(g), mark_(g.size(), 0), flags_(g.size(), 0), pending_(g.size(), 0), release_(g.size(), 0) {
+    resident_ = g.param_bytes() + g.input_bytes();
+    total_params_ = g.param_bytes();
+  }
+
+  /// `in_base(u)`: u ∈ L. `stage`: V ascending. `frontier`: the nodes of L
+  /// with a consumer outside L. `params_in_base`: parameter bytes of L.
+  template <class InBase>
+  stage_cost evaluate(InBase&& in_base, const std::vector<node_id>& stage, const std::vector<node_id>& frontier,
+                      std::uint64_t params_in_base) {
+    ++stamp_;
+    for (node_id v : stage) mark(v, in_stage);
+    const auto in_v = [&](node_id u) { return has(u, in_stage); };
+    stage_cost out;
+
+    std::uint64_t params_in_stage = 0;
+    for (node_id v : stage) {
+      params_in_stage += g_.params(v);
+      bool boundary = g_.successors(v).empty() && reads_output(g_.reads(v));
+      for (node_id s : g_.successors(v)) boundary = boundary || !in_v(s);
+      if (boundary) {
+        mark(v, kept);
+        out.kept_added += g_.bytes(v);
+      }
+    }
+
+    // Forward: operands from earlier stages are kept; stage nodes not kept die
+    // after their last consumer.
+    std::uint64_t live = 0, forward = 0;
+    for (node_id v : stage) {
+      forward = std::max(forward, live + g_.bytes(v) + g_.workspace(v));
+      live += g_.bytes(v);
+      for (node_id p : g_.predecessors(v))
+        if (in_v(p) && !has(p, kept) && g_.successors(p).back() == v) live -= g_.bytes(p);
+      if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
+    }
+
+    // Backward start: later parameter gradients, gradient buffers of nodes with
+    // a consumer already done, kept values not yet released.
+    std::uint64_t cur = resident_ + (total_params_ - params_in_base - params_in_stage);
+    std::uint64_t released = 0;
+    for (node_id u : frontier) {
+      bool consumer_in_new = false, consumer_outside = false;
+      for (node_id s : g_.successors(u)) {
+        if (in_base(s) || in_v(s)) consumer_in_new = true;
+        else consumer_outside = true;
+      }
+      if (consumer_outside) {
+        cur += g_.bytes(u);  // its gradient buffer
+        mark(u, grad);
+      }
+      if (!consumer_in_new && !reads_output(g_.reads(u))) {
+        released += g_.bytes(u);
+      } else {
+        mark(u, alive);
+        std::uint32_t waiting = 0;
+        for (node_id s : g_.successors(u)) waiting += (in_base(s) || in_v(s)) ? 1 : 0;
+        pending_[u] = waiting;
+      }
+    }
+    for (node_id v : stage) {
+      bool consumer_outside = false;
+      std::uint32_t waiting = 0;
+      for (node_id s : g_.successors(v)) {
+        if (in_v(s)) ++waiting;
+        else consumer_outside = true;
+      }
+      pending_[v] = waiting;
+      if (consumer_outside) {
+        cur += g_.bytes(v);
+        mark(v, grad);
+      }
+      if (has(v, kept) && (reads_output(g_.reads(v)) || waiting > 0)) {
+        cur += g_.bytes(v);
+        mark(v, alive);
+      }
+    }
+    // The kept bytes M include `released`; the caller adds M, and this stage's
+    // peak is max(forward, backward − released) above it.
+
+    // Which dropped nodes the stage's backward needs, and when each dies.
+    for (std::size_t k = stage.size(); k-- > 0;) {
+      const node_id x = stage[k];
+      if (has(x, kept)) continue;
+      bool need = reads_output(g_.reads(x));
+      for (node_id s : g_.successors(x)) need = need || reads_inputs(g_.reads(s)) || has(s, recomputed);
+      if (need) mark(x, recomputed);
+    }
+    for (node_id x : stage) {
+      if (!has(x, recomputed)) continue;
+      // release_[x]: the backward after which x dies, or (as x + n) the
+      // recompute after which it dies.
+      if (reads_output(g_.reads(x))) {
+        release_[x] = x;
+        continue;
+      }
+      node_id reader = 0, last_recompute = 0;
+      bool has_reader = false;
+      for (node_id s : g_.successors(x)) {
+        if (reads_inputs(g_.reads(s)) && (!has_reader || s < reader)) {
+          reader = s;
+          has_reader = true;
+        }
+        if (has(s, recomputed)) last_recompute = std::max(last_recompute, s);
+      }
+      release_[x] = has_reader ? reader : static_cast<std::uint64_t>(last_recompute) + g_.size();
+    }
+
+    std::uint64_t backward = 0;
+    for (node_id x : stage) {
+      if (!has(x, recomputed)) continue;
+      backward = std::max(backward, cur + g_.bytes(x) + g_.workspace(x));
+      cur += g_.bytes(x);
+      mark(x, alive);
+      out.recompute += g_.time(x);
+      for (node_id p : g_.predecessors(x))
+        if (has(p, recomputed) && release_[p] == static_cast<std::uint64_t>(x) + g_.size()) {
+          cur -= g_.bytes(p);
+          unmark(p, alive);
+        }
+    }
+    for (std::size_t k = stage.size(); k-- > 0;) {
+      const node_id v = stage[k];
+      std::uint64_t allocated = g_.params(v) + (g_.successors(v).empty() ? g_.bytes(v) : 0);
+      for (node_id p : g_.predecessors(v))
+        if (!g_.is_input(p) && !has(p, grad)) {
+          mark(p, grad);
+          allocated += g_.bytes(p);
+        }
+      backward = std::max(backward, cur + allocated + g_.backward_workspace(v));
+      cur += allocated;
+      cur -= g_.bytes(v);  // v's gradient dies with its backward
+      if (has(v, alive)) {
+        cur -= g_.bytes(v);
+        unmark(v, alive);
+      }
+      for (node_id p : g_.predecessors(v)) {
+        if (g_.is_input(p)) continue;
+        --pending_[p];
+        if (!has(p, alive)) continue;
+        const bool dies = has(p, recomputed) ? release_[p] == v : pending_[p] == 0 && !reads_output(g_.reads(p));
+        if (dies) {
+          cur -= g_.bytes(p);
+          unmark(p, alive);
+        }
+      }
+    }
+    out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
+    return out;
+  }
+
+ private:
+  enum : std::uint8_t { in_stage = 1, kept = 2, alive = 4, grad = 8, recomputed = 16 };
+  void mark(node_id v, std::uint8_t f) {
+    if (mark_[v] != stamp_) {
+      mark_[v] = stamp_;
+      flags_[v] = 0;
+    }
+    flags_[v] |= f;
+  }
+  void unmark(node_id v, std::uint8_t f) {
+    if (mark_[v] == stamp_) flags_[v] &= static_cast<std::uint8_t>(~f);
+  }
+  bool has(node_id v, std::uint8_t f) const { return mark_[v] == stamp_ && (flags_[v] & f) != 0; }
+
+  const graph& g_;
+  std::vector<std::uint64_t> mark_;
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<std::uint64_t> release_;
+  std::uint64_t stamp_ = 0;
+  std::uint64_t resident_ = 0, total_params_ = 0;
+};
+
+struct dp_label {
+  std::uint64_t kept;
+  std::uint64_t peak;
+  double recompute;
+  std::uint32_t state;      // the lower set it belongs to
+  std::uint32_t previous;   // label it extends (npos for the start)
+};
+
+/// The label programme shared by the three families.
+class dp_engine {
+ public:
+  static constexpr std::uint32_t npos = std::numeric_limits<std::uint32_t>::max();
+
+  dp_engine(const graph& g, const dp_options& options)
+      : g_(g), options_(options), pieces_(decompose_series(g)), evaluator_(g), walker_(g),
+        start_time_(std::chrono::steady_clock::now()) {
+    computed_before_.assign(g.size() + 1, 0);
+    params_before_.assign(g.size() + 1, 0);
+    for (node_id v = 0; v < g.size(); ++v) {
+      computed_before_[v + 1] = computed_before_[v] + (g.is_input(v) ? 0 : 1);
+      params_before_[v + 1] = params_before_[v] + g.params(v);
+    }
+    total_computed_ = computed_before_[g.size()];
+    resident_ = g.param_bytes() + g.input_bytes();
+    buckets_.resize(total_computed_ + 1);
+  }
+
+  /// Phase 1: creates the lower sets reachable with every stage within
+  /// `bound`, evaluates each stage once and keeps it. Returns false when a cap
+  /// or the time limit stopped it.
+  bool enumerate(dp_family family, std::uint64_t bound) {
+    bound_ = bound;
+    const std::uint32_t start = intern(0, node_set(piece_size(0)));
+    min_kept_[start] = 0;
+    std::vector<std::vector<node_id>> principal;
+    if (family == dp_family::principal) principal = principal_sets();
+    for (std::size_t size = 0; size < total_computed_; ++size) {
+      for (std::size_t k = 0; k < buckets_[size].size(); ++k) {
+        const std::uint32_t s = buckets_[size][k];
+        if (min_kept_[s] == unreachable) continue;
+        const bool ok = family == dp_family::principal ? expand_principal(s, principal)
+                                                       : expand_walk(s, family == dp_family::prefix);
+        if (!ok) return false;
+      }
+    }
+    return true;
+  }
+
+  /// The final lower set (every computed node), if it was reached.
+  std::optional<std::uint32_t> final_state() const {
+    const auto& pc = pieces_.pieces.back();
+    node_set full(piece_size(static_cast<std::uint32_t>(pieces_.pieces.size() - 1)));
+    for (node_id v = pc.first; v <= pc.last; ++v)
+      if (!g_.is_input(v)) full.insert(v - pc.first);
+    auto it = index_.find({static_cast<std::uint32_t>(pieces_.pieces.size() - 1), full});
+    if (it == index_.end() || min_kept_[it->second] == unreachable) return std::nullopt;
+    return it->second;
+  }
+
+  /// Phase 2: can every stage stay within `budget`? One pass over the kept
+  /// stages: the least kept bytes per lower set decides (stage costs do not
+  /// depend on what was kept, only on how much).
+  bool feasible(std::uint64_t budget, std::uint32_t final) {
+    std::vector<std::uint64_t> best(states_.size(), unreachable);
+    best[0] = 0;
+    for (const transition& t : transitions_)
+      if (best[t.from] != unreachable && best[t.from] + t.peak <= budget)
+        best[t.to] = std::min(best[t.to], best[t.from] + t.kept_added);
+    return best[final] != unreachable;
+  }
+
+  /// The least budget for which feasible() holds, by bisection in [low, high].
+  std::uint64_t least_peak(std::uint64_t low, std::uint64_t high, std::uint32_t final) {
+    while (low < high) {
+      const std::uint64_t mid = low + (high - low) / 2;
+      if (feasible(mid, final)) high = mid;
+      else low = mid + 1;
+    }
+    return high;
+  }
+
+  /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
+  /// the final state's front.
+  std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool ignore_peak) {
+    ignore_peak_ = ignore_peak;
+    labels_.clear();
+    fronts_.assign(states_.size(), {});
+    push_label(0, {0, 0, 0, 0, npos});
+    for (const transition& t : transitions_) {
+      if (fronts_[t.from].empty()) continue;
+      const std::vector<std::uint32_t> front = fronts_[t.from];
+      for (std::uint32_t i : front) {
+        const dp_label x = labels_[i];
+        const std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
+        if (peak > budget) continue;
+        push_label(t.to, {x.kept + t.kept_added, peak, x.recompute + t.recompute, t.to, i});
+      }
+    }
+    std::vector<dp_label> out;
+    for (std::uint32_t i : fronts_[final]) out.push_back(labels_[i]);
+    stats_.labels = labels_.size();
+    return out;
+  }
+
+  /// The stage assignment a label was reached by.
+  std::vector<std::uint32_t> stages_of(const dp_label& label) const {
+    std::vector<std::uint32_t> chain{label.state};
+    for (std::uint32_t l = label.previous; l != npos; l = labels_[l].previous) chain.push_back(labels_[l].state);
+    std::reverse(chain.begin(), chain.end());
+    std::vector<std::uint32_t> stage_of(g_.size(), 0);
+    for (std::size_t k = 1; k < chain.size(); ++k) {
+      const state& now = states_[chain[k]];
+      const state& before = states_[chain[k - 1]];
+      for (node_id v = 0; v < g_.size(); ++v)
+        if (!g_.is_input(v) && in_state(now, v) && !in_state(before, v)) stage_of[v] = static_cast<std::uint32_t>(k - 1);
+    }
+    return stage_of;
+  }
+
+  solve_stats stats() {
+    stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
+    stats_.lower_sets = states_.size();
+    return stats_;
+  }
+
+  private:
+  struct state {
+    std::uint32_t piece;
+    node_set local;
+    std::uint64_t params_in = 0;
+    std::vector<node_id> frontier;
+  };
+  struct transition {
+    std::uint32_t from, to;
+    std::uint64_t kept_added, peak;
+    double recompute;
+  };
+  static constexpr std::uint64_t unreachable = std::numeric_limits<std::uint64_t>::max();
+  struct key_hash {
+    std::size_t operator()(const std::pair<std::uint32_t, node_set>& k) const noexcept {
+      return k.second.hash() * 31 + k.first;
+    }
+  };
+
+  std::size_t piece_size(std::uint32_t t) const {
+    return pieces_.pieces[t].last - pieces_.pieces[t].first + 1;
+  }
+  bool in_state(const state& st, node_id u) const {
+    const auto& pc = pieces_.pieces[st.piece];
+    if (u < pc.first) return true;
+    if (u > pc.last) return false;
+    return st.local.contains(u - pc.first);
+  }
+
+  bool out_of_budget() {
+    if (states_.size() > options_.max_states || stats_.transitions > options_.max_transitions) {
+      stats_.cap_reached = true;
+      return true;
+    }
+    if (options_.time_limit.count() > 0 && (++clock_checks_ & 255) == 0 &&
+        std::chrono::steady_clock::now() - start_time_ > options_.time_limit) {
+      stats_.time_limit_reached = true;
+      return true;
+    }
+    return stats_.time_limit_reached;
+  }
+
+  // States are keyed by the piece holding their largest node and the part of
+  // that piece they contain; a full piece is written as the empty part of the next.
+  std::uint32_t intern(std::uint32_t piece, node_set local) {
+    if (piece + 1 < pieces_.pieces.size() && local.count() == piece_size(piece) - inputs_in(piece)) {
+      piece = piece + 1;
+      local = node_set(piece_size(piece));
+    }
+    auto key = std::make_pair(piece, std::move(local));
+    if (auto it = index_.find(key); it != index_.end()) return it->second;
+    state st;
+    st.piece = key.first;
+    st.local = key.second;
+    const auto& pc = pieces_.pieces[st.piece];
+    st.params_in = params_before_[pc.first];
+    st.local.for_each([&](std::size_t i) { st.params_in += g_.params(pc.first + i); });
+    auto consider = [&](node_id u) {
+      for (node_id s : g_.successors(u))
+        if (!in_state(st, s)) {
+          st.frontier.push_back(u);
+          return;
+        }
+    };
+    if (pc.first > 0) {
+      for (std::size_t v = pc.first; v-- > 0;) {  // the separator closing the previous piece
+        if (!g_.is_input(static_cast<node_id>(v))) {
+          consider(static_cast<node_id>(v));
+          break;
+        }
+      }
+    }
+    st.local.for_each([&](std::size_t i) { consider(static_cast<node_id>(pc.first + i)); });
+    const auto id = static_cast<std::uint32_t>(states_.size());
+    buckets_[cardinality(st)].push_back(id);
+    states_.push_back(std::move(st));
+    min_kept_.push_back(unreachable);
+    index_.emplace(std::move(key), id);
+    stats_.lower_sets = states_.size();
+    return id;
+  }
+
+  std::size_t inputs_in(std::uint32_t piece) {
+    if (inputs_in_piece_.empty()) {
+      inputs_in_piece_.assign(pieces_.pieces.size(), 0);
+      for (node_id v = 0; v < g_.size(); ++v)
+        if (g_.is_input(v)) ++inputs_in_piece_[pieces_.piece_of[v]];
+    }
+    return inputs_in_piece_[piece];
+  }
+
+  std::size_t cardinality(const state& st) const {
+    return computed_before_[pieces_.pieces[st.piece].first] + st.local.count();
+  }
+
+  // The state L ∪ V, V ascending and nonempty.
+  std::uint32_t target_of(const state& from, const std::vector<node_id>& stage) {
+    const node_id top = stage.back();
+    const std::uint32_t piece = pieces_.piece_of[top];
+    const auto& pc = pieces_.pieces[piece];
+    node_set local(piece_size(piece));
+    if (piece == from.piece) local = from.local;
+    for (node_id v : stage)
+      if (v >= pc.first) local.insert(v - pc.first);
+    return intern(piece, std::move(local));
+  }
+
+  // With ignore_peak every complete plan within the budget has the same peak
+  // (the least one), so (kept, recompute) dominance is enough.
+  void push_label(std::uint32_t s, dp_label label) {
+    auto& front = fronts_[s];
+    const bool use_peak = !ignore_peak_;
+    for (std::uint32_t i : front) {
+      const dp_label& y = labels_[i];
+      if (y.kept <= label.kept && (!use_peak || y.peak <= label.peak) && y.recompute <= label.recompute) return;
+    }
+    std::erase_if(front, [&](std::uint32_t i) {
+      const dp_label& y = labels_[i];
+      return label.kept <= y.kept && (!use_peak || label.peak <= y.peak) && label.recompute <= y.recompute;
+    });
+    front.push_back(static_cast<std::uint32_t>(labels_.size()));
+    labels_.push_back(label);
+  }
+
+  // Keeps one evaluated stage when it fits the bound from the source's least kept bytes.
+  void record(std::uint32_t from, const std::vector<node_id>& stage, const stage_cost& cost) {
+    ++stats_.transitions;
+    const std::uint64_t kept = min_kept_[from];
+    if (kept + cost.peak > bound_) return;
+    const std::uint32_t to = target_of(states_[from], stage);
+    transitions_.push_back({from, to, cost.kept_added, cost.peak, cost.recompute});
+    min_kept_[to] = std::min(min_kept_[to], kept + cost.kept_added);
+  }
+
+  // Reverse search over the supersets of a state (or only the next prefix).
+  bool expand_walk(std::uint32_t s, bool prefix_only) {
+    const state& st = states_[s];
+    const std::uint64_t min_kept = min_kept_[s];
+    const std::vector<node_id> frontier = st.frontier;
+    const std::uint32_t piece = st.piece;
+    const node_set local = st.local;
+    const std::uint64_t params_in = st.params_in;
+    const auto& pc = pieces_.pieces[piece];
+    auto in_base = [&](node_id u) {
+      if (u < pc.first) return true;
+      if (u > pc.last) return false;
+      return local.contains(u - pc.first);
+    };
+
+    // Bounds that only grow as the stage grows: kept bytes of L still alive at
+    // the stage's backward, bytes of dropped nodes a backward reads (all alive
+    // when the recomputation ends), and the forward peak.
+    std::uint64_t released = 0;
+    for (node_id u : frontier)
+      if (released_at_start(u, in_base)) released += g_.bytes(u);
+    struct undo_entry {
+      std::uint64_t released, read_dropped, forward, live;
+      double read_dropped_time;
+    };
+    std::vector<node_id> stage;
+    std::vector<undo_entry> undo;
+    std::uint64_t read_dropped = 0, forward = 0, live = 0;
+    double read_dropped_time = 0;
+    std::vector<std::uint32_t>& outside = outside_;  // consumers outside L ∪ V, per stage node
+    if (outside.size() < g_.size()) outside.resize(g_.size());
+    std::vector<std::uint32_t>& stage_consumers = stage_consumers_;
+    if (stage_consumers.size() < g_.size()) stage_consumers.resize(g_.size());
+
+    node_id next_prefix = pc.first;
+    if (prefix_only)
+      while (next_prefix <= pc.last && (g_.is_input(next_prefix) || in_base(next_prefix))) ++next_prefix;
+
+    bool ok = true;
+    auto enter = [&](node_id a) {
+      const bool in_order = !prefix_only || a == (stage.empty() ? next_prefix : next_after(stage.back()));
+      undo.push_back({released, read_dropped, forward, live, read_dropped_time});
+      stage.push_back(a);
+      // forward, incrementally: a is the largest node of the stage
+      forward = std::max(forward, live + g_.bytes(a) + g_.workspace(a));
+      live += g_.bytes(a);
+      outside[a] = static_cast<std::uint32_t>(g_.successors(a).size());
+      const bool a_kept = !g_.successors(a).empty() || reads_output(g_.reads(a));
+      for (node_id p : g_.predecessors(a)) {
+        if (g_.is_input(p)) continue;
+        if (in_base(p)) {
+          // p was counted as released (no consumer in L) until its first consumer joins the stage.
+          if (stage_consumers[p]++ == 0 && released_at_start(p, in_base)) released -= g_.bytes(p);
+          continue;
+        }
+        if (--outside[p] == 0) {  // p stops being kept: it dies after a, and becomes recomputed if read
+          live -= g_.bytes(p);
+          if (g_.read_by_backward(p)) {
+            read_dropped += g_.bytes(p);
+            read_dropped_time += g_.time(p);
+          }
+        }
+      }
+      if (!a_kept) live -= g_.bytes(a);
+      if (!in_order) return false;
+      const std::uint64_t lower = std::max(resident_ + min_kept - released + read_dropped, resident_ + min_kept + forward);
+      if (lower > bound_) {
+        ++stats_.pruned;
+        return false;  // the walker calls leave(a), which restores
+      }
+      const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in);
+      record(s, stage, cost);
+      if (out_of_budget()) ok = false;
+      return true;
+    };
+    auto leave = [&](node_id a) {
+      restore(a, in_base, stage, undo, released, read_dropped, forward, live, read_dropped_time);
+    };
+    const node_id limit = static_cast<node_id>(g_.size() - 1);
+    walker_.walk(in_base, pc.first, limit, enter, leave, [&] { return !ok; });
+    return ok;
+  }
+
+  // A kept value of L with no consumer in L dies before the stage's backward
+  // unless a consumer joins the stage (or it reads its own output).
+  template <class InBase>
+  bool released_at_start(node_id u, InBase&& in_base) const {
+    if (reads_output(g_.reads(u))) return false;
+    for (node_id s2 : g_.successors(u))
+      if (in_base(s2)) return false;
+    return true;
+  }
+
+  node_id next_after(node_id v) const {
+    node_id u = v + 1;
+    while (u < g_.size() && g_.is_input(u)) ++u;
+    return u;
+  }
+
+  template <class InBase, class Undo>
+  void restore(node_id a, InBase&& in_base, std::vector<node_id>& stage, std::vector<Undo>& undo,
+               std::uint64_t& released, std::uint64_t& read_dropped, std::uint64_t& forward, std::uint64_t& live,
+               double& read_dropped_time) {
+    for (node_id p : g_.predecessors(a)) {
+      if (g_.is_input(p)) continue;
+      if (in_base(p)) {
+        --stage_consumers_[p];
+        continue;
+      }
+      ++outside_[p];
+    }
+    const Undo& u = undo.back();
+    released = u.released;
+    read_dropped = u.read_dropped;
+    forward = u.forward;
+    live = u.live;
+    read_dropped_time = u.read_dropped_time;
+    undo.pop_back();
+    stage.pop_back();
+  }
+
+  // ↓v for every computed node, plus V; as sorted node lists.
+  std::vector<std::vector<node_id>> principal_sets() const {
+    std::vector<std::vector<node_id>> out;
+    std::vector<char> seen(g_.size(), 0);
+    for (node_id v = 0; v < g_.size(); ++v) {
+      if (g_.is_input(v)) continue;
+      std::fill(seen.begin(), seen.end(), 0);
+      std::vector<node_id> stack{v}, set;
+      seen[v] = 1;
+      while (!stack.empty()) {
+        const node_id u = stack.back();
+        stack.pop_back();
+        set.push_back(u);
+        for (node_id p : g_.predecessors(u))
+          if (!g_.is_input(p) && !seen[p]) {
+            seen[p] = 1;
+            stack.push_back(p);
+          }
+      }
+      std::sort(set.begin(), set.end());
+      out.push_back(std::move(set));
+    }
+    std::vector<node_id> all;
+    for (node_id v = 0; v < g_.size(); ++v)
+      if (!g_.is_input(v)) all.push_back(v);
+    out.push_back(std::move(all));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  bool expand_principal(std::uint32_t s, const std::vector<std::vector<node_id>>& family) {
+    const state st = states_[s];
+    const auto& pc = pieces_.pieces[st.piece];
+    auto in_base = [&](node_id u) {
+      if (u < pc.first) return true;
+      if (u > pc.last) return false;
+      return st.local.contains(u - pc.first);
+    };
+    const std::size_t size = cardinality(st);
+    std::vector<node_id> stage;
+    for (const auto& set : family) {
+      if (set.size() <= size) continue;
+      stage.clear();
+      std::size_t inside = 0;
+      for (node_id v : set) {
+        if (in_base(v)) ++inside;
+        else stage.push_back(v);
+      }
+      if (inside != size) continue;  // not a superset
+      const stage_cost cost = evaluator_.evaluate(in_base, stage, st.frontier, st.params_in);
+      record(s, stage, cost);
+      if (out_of_budget()) return false;
+    }
+    return true;
+  }
+
+  const graph& g_;
+  dp_options options_;
+  series_decomposition pieces_;
+  stage_evaluator evaluator_;
+  ideal_walker walker_;
+  std::chrono::steady_clock::time_point start_time_;
+  std::vector<std::uint64_t> computed_before_, params_before_;
+  std::size_t total_computed_ = 0;
+  std::uint64_t resident_ = 0;
+  std::vector<std::size_t> inputs_in_piece_;
+  std::vector<state> states_;
+  std::unordered_map<std::pair<std::uint32_t, node_set>, std::uint32_t, key_hash> index_;
+  std::vector<std::vector<std::uint32_t>> buckets_;
+  std::vector<std::uint64_t> min_kept_;
+  std::vector<transition> transitions_;
+  std::uint64_t bound_ = unreachable;
+  bool ignore_peak_ = false;
+  std::vector<dp_label> labels_;
+  std::vector<std::vector<std::uint32_t>> fronts_;
+  std::vector<std::uint32_t> outside_;
+  std::vector<std::uint32_t> stage_consumers_;
+  std::uint64_t clock_checks_ = 0;
+  solve_stats stats_;
+};
+
+}  // namespace detail
+
+/// Runs the lower-set programme over `family` for `options.goal`. The plan is a
+/// stage plan whose claimed peak and recompute equal the simulator's. Phases:
+/// every stage reachable within `options.budget` is evaluated once; for the
+/// memory objective the least peak is found by bisection over those stages
+/// (a feasibility pass per probe); the least recompute within the peak (or the
+/// budget) comes from Pareto labels. Status: optimal (the family was fully
+/// explored), feasible (a cap or the time limit stopped it; the plan is the
+/// best among the stages evaluated), infeasible (no plan within the budget; for
+/// the time objective `smallest_feasible_budget` says what would work).
+inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& options = {}) {
+  // For the memory objective a peak achievable within the family bounds the
+  // search: the √n plan (id intervals) for the prefix family, the prefix
+  // family's optimum for the exact family (prefixes are lower sets). The
+  // principal family contains neither, and is small enough to go unbounded.
+  if (options.goal == objective::memory && !options.keep_frontier && family != dp_family::principal &&
+      options.budget == std::numeric_limits<std::uint64_t>::max()) {
+    dp_options bounded = options;
+    if (family == dp_family::prefix) {
+      bounded.budget = simulate(g, plan_sqrt(g).steps).peak_bytes;
+    } else {
+      const dp_result prefix = solve_dp(g, dp_family::prefix, options);
+      if (prefix.result.status == solve_status::infeasible) return prefix;
+      bounded.budget = prefix.result.claimed_peak;
+    }
+    return solve_dp(g, family, bounded);
+  }
+  detail::dp_engine engine(g, options);
+  dp_result out;
+  solution& sol = out.result;
+  out.complete = engine.enumerate(family, options.budget);
+  const std::optional<std::uint32_t> final = engine.final_state();
+  if (!final) {
+    sol.status = solve_status::infeasible;
+    sol.stats = engine.stats();
+    if (out.complete && options.goal == objective::time &&
+        options.budget != std::numeric_limits<std::uint64_t>::max()) {
+      dp_options loose = options;
+      loose.goal = objective::memory;
+      loose.budget = std::numeric_limits<std::uint64_t>::max();
+      const dp_result least = solve_dp(g, family, loose);
+      sol.smallest_feasible_budget = least.result.claimed_peak;
+      sol.message = "no plan peaks within the budget; the smallest feasible budget is " +
+                    std::to_string(least.result.claimed_peak) + " bytes";
+    } else if (!out.complete) {
+      sol.message = "stopped by a cap or the time limit before any complete plan was found";
+    } else {
+      sol.message = "no plan peaks within the budget";
+    }
+    return out;
+  }
+  std::uint64_t budget = options.budget;
+  if (options.goal == objective::memory) budget = engine.least_peak(0, options.budget, *final);
+  const bool frontier = options.keep_frontier;
+  const std::vector<detail::dp_label> front = engine.labels_within(
+      frontier ? options.budget : budget, *final, options.goal == objective::memory && !frontier);
+  auto better = [&](const detail::dp_label& x, const detail::dp_label& y) {
+    if (options.goal == objective::memory)
+      return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
+    return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
+  };
+  const detail::dp_label best = *std::min_element(front.begin(), front.end(), better);
+  sol.claimed_peak = best.peak;
+  sol.claimed_recompute = best.recompute;
+  sol.best = plan::from_stages(g, engine.stages_of(best), family == dp_family::exact     ? "exact"
+                                                          : family == dp_family::prefix ? "chain"
+                                                                                        : "approx");
+  sol.figures = simulate(g, sol.best.steps);
+  sol.status = out.complete ? solve_status::optimal : solve_status::feasible;
+  if (options.keep_frontier) {
+    std::vector<detail::dp_label> sorted = front;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+      return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
+    });
+    double best_recompute = std::numeric_limits<double>::infinity();
+    for (const auto& l : sorted)
+      if (l.recompute < best_recompute) {
+        best_recompute = l.recompute;
+        out.frontier.push_back({l.peak, l.recompute, engine.stages_of(l)});
+      }
+  }
+  sol.stats = engine.stats();
+  return out;
+}
+
+}  // namespace remat

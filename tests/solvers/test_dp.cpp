@@ -1,0 +1,142 @@
+// The lower-set programmes against a brute-force optimum over every chain of
+// lower sets, and their claimed figures against the simulator.
+
+#include <doctest/doctest.h>
+
+#include <remat/dp.hpp>
+#include <remat/lower_sets.hpp>
+
+#include "../support/oracle.hpp"
+#include "../support/random_graphs.hpp"
+#include "../support/shaped_graphs.hpp"
+#include "../support/small_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+// Seeded graphs of every shape the acceptance names: chains, diamonds,
+// residual and concat blocks, random layered DAGs.
+std::vector<graph> oracle_graphs(std::size_t count) {
+  std::vector<graph> out{test::chain(), test::diamond(), test::residual(), test::concat_block()};
+  for (std::uint64_t seed = 1; out.size() < count; ++seed) {
+    const std::size_t n = 3 + seed % 11;
+    switch (seed % 4) {
+      case 0: out.push_back(test::random_dag(n, seed, 1, 1)); break;            // chains
+      case 1: out.push_back(test::random_dag(n, seed, 2, 2)); break;            // narrow
+      case 2: out.push_back(test::random_dag(n, seed, 3 + seed % 3, 3)); break; // layered, wide
+      default: out.push_back(test::random_dag(n, seed, 4, 2)); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("dp") {
+
+TEST_CASE("exact DP equals the brute-force optimum for both objectives and the whole frontier" *
+          doctest::timeout(600)) {
+  std::size_t checked = 0, budgets = 0;
+  for (const graph& g : oracle_graphs(3600)) {
+    const auto plans = test::all_chain_plans(g, 3000);
+    if (!plans) continue;
+    ++checked;
+    const test::oracle_point mem = test::best_memory(*plans);
+    const dp_result exact = solve_dp(g, dp_family::exact);
+    REQUIRE(exact.result.status == solve_status::optimal);
+    CHECK(exact.result.claimed_peak == mem.peak);
+    CHECK(exact.result.claimed_recompute == mem.recompute);
+    CHECK(exact.result.figures.peak_bytes == exact.result.claimed_peak);
+    CHECK(exact.result.figures.recompute_time == exact.result.claimed_recompute);
+
+    const auto frontier = test::frontier(*plans);
+    dp_options all;
+    all.keep_frontier = true;
+    const dp_result pareto = solve_dp(g, dp_family::exact, all);
+    REQUIRE(pareto.frontier.size() == frontier.size());
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+      CHECK(pareto.frontier[i].peak == frontier[i].peak);
+      CHECK(pareto.frontier[i].recompute == frontier[i].recompute);
+      const simulation sim = simulate(g, schedule_from_stages(g, pareto.frontier[i].stage_of));
+      CHECK(sim.peak_bytes == frontier[i].peak);
+      CHECK(sim.recompute_time == frontier[i].recompute);
+    }
+    for (const auto& point : frontier) {
+      dp_options time;
+      time.goal = objective::time;
+      time.budget = point.peak;
+      const dp_result t = solve_dp(g, dp_family::exact, time);
+      const auto expect = test::best_time(*plans, point.peak);
+      ++budgets;
+      CHECK(t.result.claimed_recompute == expect->recompute);
+      CHECK(t.result.claimed_peak == expect->peak);
+      CHECK(t.result.figures.peak_bytes == t.result.claimed_peak);
+    }
+    // The time objective at the memory optimum is feasible.
+    dp_options at_optimum;
+    at_optimum.goal = objective::time;
+    at_optimum.budget = mem.peak;
+    CHECK(solve_dp(g, dp_family::exact, at_optimum).result.status == solve_status::optimal);
+  }
+  MESSAGE(checked << " graphs and " << budgets << " budgets checked against the oracle");
+  CHECK(checked >= 2000);
+}
+
+TEST_CASE("restricted families never beat the exact optimum and report the simulator's figures") {
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+    const graph g = test::random_dag(4 + seed % 16, seed, 2 + seed % 5, 1 + seed % 3);
+    const dp_result exact = solve_dp(g, dp_family::exact);
+    for (dp_family family : {dp_family::prefix, dp_family::principal}) {
+      const dp_result r = solve_dp(g, family);
+      REQUIRE(r.result.status == solve_status::optimal);
+      CHECK(r.result.claimed_peak >= exact.result.claimed_peak);
+      CHECK(r.result.figures.peak_bytes == r.result.claimed_peak);
+      CHECK(r.result.figures.recompute_time == r.result.claimed_recompute);
+    }
+  }
+}
+
+TEST_CASE("an infeasible budget says which budget would work") {
+  const graph g = test::diamond();
+  const dp_result best = solve_dp(g, dp_family::exact);
+  dp_options tight;
+  tight.goal = objective::time;
+  tight.budget = best.result.claimed_peak - 1;
+  const dp_result r = solve_dp(g, dp_family::exact, tight);
+  CHECK(r.result.status == solve_status::infeasible);
+  CHECK(r.result.smallest_feasible_budget == best.result.claimed_peak);
+  CHECK(r.result.message.find(std::to_string(best.result.claimed_peak)) != std::string::npos);
+}
+
+TEST_CASE("a cap stops the search with the best plan found, never an exception") {
+  const graph g = test::inception_like(2);
+  dp_options capped;
+  capped.max_states = 50;
+  const dp_result r = solve_dp(g, dp_family::exact, capped);
+  CHECK(r.result.status != solve_status::optimal);
+  CHECK(!r.complete);
+}
+
+TEST_CASE("lower sets: counting per piece equals full enumeration") {
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const graph g = test::random_dag(5 + seed % 15, seed, 1 + seed % 4, 1 + seed % 3);
+    std::uint64_t enumerated = 0;
+    enumerate_lower_sets(g, [&](const node_set& s) {
+      for (std::size_t v = 0; v < g.size(); ++v)
+        if (s.contains(v))
+          for (node_id p : g.predecessors(v)) CHECK((g.is_input(p) || s.contains(p)));
+      ++enumerated;
+      return true;
+    });
+    CHECK(count_lower_sets(g).count == enumerated);
+  }
+  const graph r = test::resnet_like(10);
+  const lower_set_count c = count_lower_sets(r);
+  CHECK(decompose_series(r).pieces.size() > 10);
+  std::uint64_t all = 0;
+  enumerate_lower_sets(r, [&](const node_set&) { return ++all, true; });
+  CHECK(c.count == all);
+}
+
+}  // TEST_SUITE
