@@ -16,8 +16,7 @@
 /// Pareto front, then makes the programme exact:
 ///
 /// * memory objective: least peak, then least recompute;
-/// * time objective: least recompute with every stage within a byte budget,
-///   then least peak;
+/// * time objective: least recompute with every stage within a byte budget;
 /// * frontier: every (peak, recompute) pair no other plan beats on both.
 ///
 /// Families of lower sets:
@@ -67,6 +66,9 @@ struct dp_options {
   std::chrono::milliseconds time_limit{0};  ///< 0: none
   /// Keep the whole Pareto front of (peak, recompute) at the end (pareto.hpp).
   bool keep_frontier = false;
+  /// Only chains that keep gradient sums bit-for-bit (gradient_order_constraints):
+  /// then a plan never changes a single bit of the gradients.
+  bool preserve_gradient_order = true;
 };
 
 /// One point of the Pareto frontier with the stage assignment that reaches it.
@@ -284,7 +286,9 @@ class dp_engine {
   static constexpr std::uint32_t npos = std::numeric_limits<std::uint32_t>::max();
 
   dp_engine(const graph& g, const dp_options& options)
-      : g_(g), options_(options), pieces_(decompose_series(g)), evaluator_(g), walker_(g),
+      : g_(g), options_(options), pieces_(decompose_series(g)),
+        constraints_(options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{}),
+        evaluator_(g), walker_(g, &constraints_),
         start_time_(std::chrono::steady_clock::now()) {
     computed_before_.assign(g.size() + 1, 0);
     params_before_.assign(g.size() + 1, 0);
@@ -353,19 +357,56 @@ class dp_engine {
 
   /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
   /// the final state's front.
-  std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool ignore_peak) {
-    ignore_peak_ = ignore_peak;
+  std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool two_dimensional) {
+    two_dimensional_ = two_dimensional;
+    // Backward over the kept stages: the largest kept bytes from which each
+    // state can still finish within the budget, and the least recompute left.
+    const std::size_t count = states_.size();
+    std::vector<std::uint64_t> most_kept(count, 0);
+    std::vector<char> finishes(count, 0);
+    std::vector<double> least_left(count, std::numeric_limits<double>::infinity());
+    finishes[final] = 1;
+    most_kept[final] = unreachable;
+    least_left[final] = 0;
+    for (std::size_t k = transitions_.size(); k-- > 0;) {
+      const transition& t = transitions_[k];
+      if (!finishes[t.to] || t.peak > budget || most_kept[t.to] < t.kept_added) continue;
+      const std::uint64_t here = std::min(budget - t.peak, most_kept[t.to] - t.kept_added);
+      if (!finishes[t.from] || here > most_kept[t.from]) most_kept[t.from] = here;
+      finishes[t.from] = 1;
+      least_left[t.from] = std::min(least_left[t.from], t.recompute + least_left[t.to]);
+    }
+    // Any complete plan bounds the recompute: follow the least-kept stages.
+    std::vector<std::uint64_t> kept(count, unreachable);
+    std::vector<double> spent(count, 0);
+    kept[0] = 0;
+    for (const transition& t : transitions_) {
+      if (kept[t.from] == unreachable || kept[t.from] + t.peak > budget || kept[t.from] > most_kept[t.from]) continue;
+      const std::uint64_t next = kept[t.from] + t.kept_added;
+      if (next < kept[t.to] || (next == kept[t.to] && spent[t.from] + t.recompute < spent[t.to])) {
+        kept[t.to] = next;
+        spent[t.to] = spent[t.from] + t.recompute;
+      }
+    }
+    const double recompute_bound =
+        kept[final] == unreachable ? std::numeric_limits<double>::infinity() : spent[final];
+
     labels_.clear();
-    fronts_.assign(states_.size(), {});
+    fronts_.assign(count, {});
     push_label(0, {0, 0, 0, 0, npos});
     for (const transition& t : transitions_) {
-      if (fronts_[t.from].empty()) continue;
+      if (fronts_[t.from].empty() || !finishes[t.to]) continue;
       const std::vector<std::uint32_t> front = fronts_[t.from];
       for (std::uint32_t i : front) {
         const dp_label x = labels_[i];
         const std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
-        if (peak > budget) continue;
-        push_label(t.to, {x.kept + t.kept_added, peak, x.recompute + t.recompute, t.to, i});
+        const std::uint64_t next_kept = x.kept + t.kept_added;
+        const double recompute = x.recompute + t.recompute;
+        if (peak > budget || next_kept > most_kept[t.to]) continue;
+        // A label that cannot beat a known complete plan is dropped; ties are kept
+        // (they may have the lower peak the tie-break prefers).
+        if (recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300) continue;
+        push_label(t.to, {next_kept, peak, recompute, t.to, i});
       }
     }
     std::vector<dp_label> out;
@@ -502,18 +543,38 @@ class dp_engine {
     return intern(piece, std::move(local));
   }
 
-  // With ignore_peak every complete plan within the budget has the same peak
-  // (the least one), so (kept, recompute) dominance is enough.
+  // Two-dimensional fronts (kept, recompute) suffice for the memory objective
+  // (every complete plan within the least peak has that peak) and the time
+  // objective (the peak only has to stay within the budget); they are kept as a
+  // staircase sorted by kept bytes with strictly falling recompute. The full
+  // frontier needs the peak too, and uses a plain list.
   void push_label(std::uint32_t s, dp_label label) {
     auto& front = fronts_[s];
-    const bool use_peak = !ignore_peak_;
+    if (two_dimensional_) {
+      auto kept_less = [&](std::uint32_t i, std::uint64_t kept) { return labels_[i].kept < kept; };
+      auto at = std::lower_bound(front.begin(), front.end(), label.kept, kept_less);
+      // the label before (less kept) or at the same kept bytes may dominate
+      if (at != front.end() && labels_[*at].kept == label.kept && labels_[*at].recompute <= label.recompute) return;
+      if (at != front.begin() && labels_[*(at - 1)].recompute <= label.recompute) return;
+      auto end = at;
+      while (end != front.end() && labels_[*end].recompute >= label.recompute) ++end;
+      const auto index = static_cast<std::uint32_t>(labels_.size());
+      labels_.push_back(label);
+      if (end == at) {
+        front.insert(at, index);
+      } else {
+        *at = index;
+        front.erase(at + 1, end);
+      }
+      return;
+    }
     for (std::uint32_t i : front) {
       const dp_label& y = labels_[i];
-      if (y.kept <= label.kept && (!use_peak || y.peak <= label.peak) && y.recompute <= label.recompute) return;
+      if (y.kept <= label.kept && y.peak <= label.peak && y.recompute <= label.recompute) return;
     }
     std::erase_if(front, [&](std::uint32_t i) {
       const dp_label& y = labels_[i];
-      return label.kept <= y.kept && (!use_peak || label.peak <= y.peak) && label.recompute <= y.recompute;
+      return label.kept <= y.kept && label.peak <= y.peak && label.recompute <= y.recompute;
     });
     front.push_back(static_cast<std::uint32_t>(labels_.size()));
     labels_.push_back(label);
@@ -668,6 +729,12 @@ class dp_engine {
             seen[p] = 1;
             stack.push_back(p);
           }
+        if (!constraints_.empty())
+          for (node_id p : constraints_.before[u])
+            if (!seen[p]) {
+              seen[p] = 1;
+              stack.push_back(p);
+            }
       }
       std::sort(set.begin(), set.end());
       out.push_back(std::move(set));
@@ -710,6 +777,7 @@ class dp_engine {
   const graph& g_;
   dp_options options_;
   series_decomposition pieces_;
+  precedence constraints_;
   stage_evaluator evaluator_;
   ideal_walker walker_;
   std::chrono::steady_clock::time_point start_time_;
@@ -723,7 +791,7 @@ class dp_engine {
   std::vector<std::uint64_t> min_kept_;
   std::vector<transition> transitions_;
   std::uint64_t bound_ = unreachable;
-  bool ignore_peak_ = false;
+  bool two_dimensional_ = true;
   std::vector<dp_label> labels_;
   std::vector<std::vector<std::uint32_t>> fronts_;
   std::vector<std::uint32_t> outside_;
@@ -787,8 +855,8 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   std::uint64_t budget = options.budget;
   if (options.goal == objective::memory) budget = engine.least_peak(0, options.budget, *final);
   const bool frontier = options.keep_frontier;
-  const std::vector<detail::dp_label> front = engine.labels_within(
-      frontier ? options.budget : budget, *final, options.goal == objective::memory && !frontier);
+  const std::vector<detail::dp_label> front =
+      engine.labels_within(frontier ? options.budget : budget, *final, !frontier);
   auto better = [&](const detail::dp_label& x, const detail::dp_label& y) {
     if (options.goal == objective::memory)
       return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;

@@ -19,6 +19,7 @@
 /// multiplying: count = 1 + Σ_t (count(piece t) − 1). Enumeration per piece
 /// costs O(Σ_t count(piece t) · deg).
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -81,9 +82,48 @@ inline series_decomposition decompose_series(const graph& g) {
   return out;
 }
 
+/// Extra "no later than" constraints between computed nodes. Order edges only:
+/// no data flows along them.
+struct precedence {
+  std::vector<std::vector<node_id>> before;  ///< before[v]: nodes that must be in v's lower set
+  std::vector<std::vector<node_id>> after;   ///< the reverse
+  bool empty() const noexcept { return before.empty(); }
+};
+
+/// Constraints that keep gradient sums bit-for-bit: a value consumed by three
+/// or more nodes accumulates their gradient contributions in the order their
+/// backwards run, and float addition is not associative. Requiring each of
+/// those consumers to be no later (in a lower-set chain) than the next one in
+/// id order makes every stage plan run them in the same order as regular
+/// training (reverse id order). Two consumers need nothing: a + b == b + a.
+inline precedence gradient_order_constraints(const graph& g) {
+  precedence out;
+  out.before.resize(g.size());
+  out.after.resize(g.size());
+  for (node_id u = 0; u < g.size(); ++u) {
+    const auto consumers = g.successors(u);
+    if (g.is_input(u) || consumers.size() < 3) continue;
+    for (std::size_t i = 0; i + 1 < consumers.size(); ++i) {
+      out.before[consumers[i + 1]].push_back(consumers[i]);
+      out.after[consumers[i]].push_back(consumers[i + 1]);
+    }
+  }
+  for (auto& list : out.before) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  for (auto& list : out.after) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return out;
+}
+
 struct lower_set_options {
   std::uint64_t max_count = std::uint64_t{1} << 24;  ///< stop after this many
   std::chrono::milliseconds time_limit{0};            ///< 0: none
+  /// Also close lower sets under these constraints (see gradient_order_constraints).
+  const precedence* constraints = nullptr;
 };
 
 enum class enumeration_status { complete, cap_reached, time_limit_reached, stopped };
@@ -98,7 +138,9 @@ namespace detail {
 /// The walk stops early when `stop()` returns true (checked at each enter).
 class ideal_walker {
  public:
-  explicit ideal_walker(const graph& g) : g_(g), missing_(g.size(), 0), stamp_(g.size(), 0) {}
+  explicit ideal_walker(const graph& g, const precedence* constraints = nullptr)
+      : g_(g), constraints_(constraints && !constraints->empty() ? constraints : nullptr),
+        missing_(g.size(), 0), stamp_(g.size(), 0) {}
 
   /// Walks the extensions of the base. Initially addable nodes are searched in
   /// [scan_from, limit]: the caller knows none lies below scan_from.
@@ -129,10 +171,12 @@ class ideal_walker {
       // Add a: successors whose last missing operand was a become addable (they are > a).
       std::vector<node_id> next;
       for (std::size_t k = top.next; k < top.candidates.size(); ++k) next.push_back(top.candidates[k]);
-      for (node_id s : g_.successors(a)) {
-        if (s > limit) continue;
-        if (--missing(s, in_base) == 0) next.insert(std::lower_bound(next.begin(), next.end(), s), s);
-      }
+      auto release = [&](node_id s) {
+        if (s <= limit && --missing(s, in_base) == 0) next.insert(std::lower_bound(next.begin(), next.end(), s), s);
+      };
+      for (node_id s : g_.successors(a)) release(s);
+      if (constraints_)
+        for (node_id s : constraints_->after[a]) release(s);
       if (!enter(a)) {
         undo(a, leave, in_base);
         continue;
@@ -149,6 +193,9 @@ class ideal_walker {
       std::uint32_t count = 0;
       for (node_id p : g_.predecessors(v))
         if (!g_.is_input(p) && !in_base(p)) ++count;
+      if (constraints_)
+        for (node_id p : constraints_->before[v])
+          if (!in_base(p)) ++count;
       missing_[v] = count;
     }
     return missing_[v];
@@ -156,10 +203,13 @@ class ideal_walker {
   template <class Leave, class InBase>
   void undo(node_id a, Leave&& leave, InBase&& in_base) {
     for (node_id s : g_.successors(a)) ++missing(s, in_base);
+    if (constraints_)
+      for (node_id s : constraints_->after[a]) ++missing(s, in_base);
     leave(a);
   }
 
   const graph& g_;
+  const precedence* constraints_;
   std::vector<std::uint32_t> missing_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t generation_ = 0;
@@ -181,7 +231,7 @@ inline lower_set_count count_lower_sets(const graph& g, const lower_set_options&
   const series_decomposition d = decompose_series(g);
   lower_set_count out;
   out.count = 1;
-  detail::ideal_walker walker(g);
+  detail::ideal_walker walker(g, options.constraints);
   std::uint64_t visited = 0;
   for (const auto& piece : d.pieces) {
     std::uint64_t here = 1;  // the empty extension
@@ -216,7 +266,7 @@ enumeration_status enumerate_lower_sets(const graph& g, Visit&& visit, const low
   std::uint64_t visited = 1;
   if (!visit(static_cast<const node_set&>(current))) return enumeration_status::stopped;
   enumeration_status status = enumeration_status::complete;
-  detail::ideal_walker walker(g);
+  detail::ideal_walker walker(g, options.constraints);
   const node_id limit = static_cast<node_id>(g.size() - 1);
   walker.walk([](node_id) { return false; }, 0, limit,
               [&](node_id a) {

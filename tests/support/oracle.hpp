@@ -20,13 +20,20 @@ struct oracle_point {
   double recompute;
 };
 
-// Every (peak, recompute) over all chains, or nothing when there are more than max_chains.
-inline std::optional<std::vector<oracle_point>> all_chain_plans(const graph& g, std::size_t max_chains) {
+// Every (peak, recompute) over all chains (of lower sets closed under
+// `constraints` when given), or nothing when there are more than max_chains.
+inline std::optional<std::vector<oracle_point>> all_chain_plans(const graph& g, std::size_t max_chains,
+                                                                const precedence* constraints = nullptr) {
   std::vector<node_set> sets;
-  enumerate_lower_sets(g, [&](const node_set& s) {
-    sets.push_back(s);
-    return true;
-  });
+  lower_set_options options;
+  options.constraints = constraints;
+  enumerate_lower_sets(
+      g,
+      [&](const node_set& s) {
+        sets.push_back(s);
+        return true;
+      },
+      options);
   std::sort(sets.begin(), sets.end(), [](const node_set& a, const node_set& b) { return a.count() < b.count(); });
   const std::size_t full = sets.size() - 1;
   std::vector<oracle_point> out;
