@@ -111,6 +111,7 @@ inline void add_figures(report& out, const graph& g, const plan& p, const simula
 void add_info_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+void add_pareto_command(CLI::App& app);
 void add_zoo_command(CLI::App& app);  // cmd_zoo.cpp
 void add_gen_command(CLI::App& app);  // cmd_zoo.cpp
 

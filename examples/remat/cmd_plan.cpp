@@ -1,7 +1,10 @@
 // remat plan FILE --method ...: make a plan and report what it costs.
 
+#include <chrono>
+
 #include <remat/io/dot.hpp>
 #include <remat/io/plan_json.hpp>
+#include <remat/solve.hpp>
 
 #include "cli.hpp"
 
@@ -9,37 +12,72 @@ namespace remat::cli {
 
 void add_plan_command(CLI::App& app) {
   struct options {
-    std::string file, method = "sqrt", output, dot;
+    std::string file, method = "exact", objective = "memory", budget, output, dot;
     std::size_t k = 4;
+    double time_limit = 60;
+    std::uint64_t max_lower_sets = 20000;
     bool json = false;
   };
   auto opt = std::make_shared<options>();
   auto* cmd = app.add_subcommand("plan", "Make a checkpointing plan and report what it costs");
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
-  cmd->add_option("--method", opt->method, "none | every-k | sqrt")
-      ->check(CLI::IsMember({"none", "every-k", "sqrt"}))
+  cmd->add_option("--method", opt->method, "exact | dp | chain | approx | sqrt | every-k | none")
+      ->check(CLI::IsMember({"exact", "dp", "chain", "approx", "sqrt", "every-k", "none"}))
       ->capture_default_str();
-  cmd->add_option("-k", opt->k, "for every-k: keep every k-th tensor")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--objective", opt->objective, "memory: least peak; time: least recompute within --budget")
+      ->check(CLI::IsMember({"memory", "time"}))
+      ->capture_default_str();
+  cmd->add_option("--budget", opt->budget, "peak byte budget for --objective time, e.g. 3GiB, 1.5GB, 4096");
+  cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--time-limit", opt->time_limit, "seconds before a search returns its best plan")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-lower-sets", opt->max_lower_sets, "above this many lower sets, exact falls back")
+      ->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "write the plan (schedule and figures) as JSON");
   cmd->add_option("--dot", opt->dot, "write the graph under the plan as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
     const graph g = io::load_graph(opt->file);
-    plan p;
-    if (opt->method == "none") p = plan_none(g);
-    else if (opt->method == "every-k") p = plan_every_k(g, opt->k);
-    else p = plan_sqrt(g);
-    const simulation sim = simulate(g, p.steps);
+    solve_options so;
+    so.method = *parse_method(opt->method);
+    so.goal = opt->objective == "time" ? objective::time : objective::memory;
+    so.every_k = opt->k;
+    so.max_lower_sets = opt->max_lower_sets;
+    so.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    if (!opt->budget.empty()) {
+      const auto budget = parse_bytes(opt->budget);
+      if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 3GiB, 1.5GB or 4096)");
+      so.budget = *budget;
+    } else if (so.goal == objective::time) {
+      throw error("--objective time needs --budget");
+    }
+    const solution s = solve(g, so);
     const simulation regular = simulate(g, plan_none(g).steps);
     report out;
     out.row("graph", fmt::format("{} ({} nodes)", g.name(), g.size()), g.name());
-    add_figures(out, g, p, sim, regular);
+    out.row("status", std::string(to_string(s.status)) + (s.message.empty() ? "" : "  (" + s.message + ")"),
+            std::string(to_string(s.status)));
+    if (s.status == solve_status::infeasible && s.best.steps.empty()) {
+      if (s.smallest_feasible_budget) out.hidden("smallest_feasible_budget", s.smallest_feasible_budget);
+      out.print(opt->json);
+      throw error(s.message.empty() ? "no plan meets the budget" : s.message);
+    }
+    add_figures(out, g, s.best, s.figures, regular);
+    if (so.goal == objective::memory && s.peak_lower_bound > 0) {
+      const double gap = static_cast<double>(s.figures.peak_bytes) / static_cast<double>(s.peak_lower_bound) - 1.0;
+      out.row("lower bound", fmt::format("{}  (gap {})", bytes_with_exact(s.peak_lower_bound), percent(gap)),
+              s.peak_lower_bound);
+    }
+    out.row("search", fmt::format("{:.3f} s, {} lower sets, {} stages evaluated, {} labels", s.stats.seconds,
+                                  s.stats.lower_sets, s.stats.transitions, s.stats.labels),
+            {{"seconds", s.stats.seconds}, {"lower_sets", s.stats.lower_sets}, {"transitions", s.stats.transitions}});
     if (!opt->output.empty()) {
-      write_file(opt->output, io::write_plan_json(g, p, sim));
+      write_file(opt->output, io::write_plan_json(g, s.best, s.figures));
       out.row("plan written", opt->output, opt->output);
     }
     if (!opt->dot.empty()) {
-      write_file(opt->dot, io::write_dot(g, p.steps));
+      write_file(opt->dot, io::write_dot(g, s.best.steps));
       out.row("dot written", opt->dot, opt->dot);
     }
     out.print(opt->json);

@@ -49,6 +49,7 @@
 #include "schedule.hpp"
 #include "simulate.hpp"
 #include "solution.hpp"
+#include "units.hpp"
 
 namespace remat {
 
@@ -844,7 +845,8 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
       const dp_result least = solve_dp(g, family, loose);
       sol.smallest_feasible_budget = least.result.claimed_peak;
       sol.message = "no plan peaks within the budget; the smallest feasible budget is " +
-                    std::to_string(least.result.claimed_peak) + " bytes";
+                    format_bytes(least.result.claimed_peak) + " (" + std::to_string(least.result.claimed_peak) +
+                    " bytes)";
     } else if (!out.complete) {
       sol.message = "stopped by a cap or the time limit before any complete plan was found";
     } else {

@@ -96,6 +96,39 @@ with tempfile.TemporaryDirectory() as tmp:
         r = subprocess.run(["dot", "-Tsvg", dot_file, "-o", str(tmp / "plan.svg")], capture_output=True, text=True)
         check("dot -Tsvg draws the plan", r.returncode == 0 and (tmp / "plan.svg").stat().st_size > 1000, r.stderr)
 
+    # optimal plans, objectives, budgets, the frontier
+    resnet = str(ROOT / "examples/graphs/resnet50.json")
+    r = run("plan", resnet, "--method", "exact", "--json")
+    exact = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("plan --method exact is optimal and beats sqrt", exact.get("status") == "optimal" and
+          exact.get("peak", 1 << 62) < json.loads(run("plan", resnet, "--method", "sqrt", "--json").stdout)["peak"],
+          r.stdout + r.stderr)
+    for method in ("dp", "chain", "approx"):
+        r = run("plan", resnet, "--method", method, "--json")
+        ok = r.returncode == 0 and json.loads(r.stdout).get("peak", 0) >= exact.get("peak", 1 << 62)
+        check(f"plan --method {method} never beats exact", ok, r.stdout + r.stderr)
+    r = run("plan", resnet, "--objective", "time", "--budget", "2GiB", "--json")
+    timed = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("time objective stays within the budget", 0 < timed.get("peak", 0) <= 2 * 2**30, r.stdout + r.stderr)
+    r = run("plan", resnet, "--objective", "time", "--budget", "1GiB")
+    check("an impossible budget names the smallest feasible one",
+          r.returncode != 0 and "smallest feasible budget" in r.stderr, r.stdout + r.stderr)
+    expect_error("time objective without a budget", ["plan", resnet, "--objective", "time"], "needs --budget")
+    expect_error("a budget that is not a size", ["plan", resnet, "--objective", "time", "--budget", "lots"],
+                 "not a byte size")
+    r = run("pareto", resnet, "--csv", str(tmp / "f.csv"), "--svg", str(tmp / "f.svg"), "--json")
+    front = json.loads(r.stdout) if r.returncode == 0 else {}
+    pts = front.get("points", [])
+    check("pareto: exact frontier, peaks rising and recompute falling",
+          front.get("status") == "optimal" and len(pts) > 3 and
+          all(a["peak"] < b["peak"] and a["recompute"] > b["recompute"] for a, b in zip(pts, pts[1:])) and
+          pts[0]["peak"] == exact.get("peak"), r.stdout[:500] + r.stderr)
+    check("pareto writes CSV and SVG", (tmp / "f.csv").exists() and (tmp / "f.svg").read_text().startswith("<svg"),
+          "")
+    if shutil.which("rsvg-convert"):
+        r = subprocess.run(["rsvg-convert", str(tmp / "f.svg"), "-o", str(tmp / "f.png")], capture_output=True, text=True)
+        check("the frontier SVG renders", r.returncode == 0 and (tmp / "f.png").stat().st_size > 1000, r.stderr)
+
     # Kusumoto IR input
     ir = file("cg.txt", "3 2\n0 64 x\n1 32 /c/W\n2 128 y\nforward\n2 1\n0 _\n1 _\n2\nConvolution2DFunction\n{}\n"
                         "backward\n3 2\n2 gradient\n0 input\n1 input\n0\n1\nConvolution2DFunction\n{}\n")

@@ -1,0 +1,68 @@
+// remat pareto FILE: the exact (peak, recompute) frontier, as a table, CSV or SVG.
+
+#include <chrono>
+
+#include <remat/pareto.hpp>
+
+#include "cli.hpp"
+#include "svg.hpp"
+
+namespace remat::cli {
+
+void add_pareto_command(CLI::App& app) {
+  struct options {
+    std::string file, csv, svg_out;
+    double time_limit = 60;
+    bool json = false;
+  };
+  auto opt = std::make_shared<options>();
+  auto* cmd = app.add_subcommand("pareto", "The exact frontier of peak bytes against recompute time");
+  cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
+  cmd->add_option("--csv", opt->csv, "write the frontier as CSV");
+  cmd->add_option("--svg", opt->svg_out, "draw the frontier as SVG");
+  cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--json", opt->json, "print JSON instead of a table");
+  cmd->callback([opt] {
+    const graph g = io::load_graph(opt->file);
+    const simulation regular = simulate(g, plan_none(g).steps);
+    pareto_options po;
+    po.max_peak = regular.peak_bytes;  // plans above regular training are never worth having
+    po.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    const pareto_result r = pareto_frontier(g, po);
+    const double plain = regular.forward_time + regular.backward_time;
+    if (!opt->csv.empty()) {
+      std::string csv = "peak_bytes,recompute_seconds,overhead\n";
+      for (const auto& p : r.points) csv += fmt::format("{},{},{}\n", p.peak, p.recompute, p.recompute / plain);
+      write_file(opt->csv, csv);
+    }
+    if (!opt->svg_out.empty()) {
+      svg::series line{"frontier (" + std::string(r.family == dp_family::exact ? "all lower-set chains" : "id intervals") + ")",
+                       "#1f77b4", {}, true, true};
+      for (const auto& p : r.points) line.points.emplace_back(static_cast<double>(p.peak) / (1 << 20), 100.0 * p.recompute / plain);
+      std::vector<svg::mark> marks{{static_cast<double>(regular.peak_bytes) / (1 << 20), 0.0, "regular training", "#d62728"}};
+      if (!r.points.empty())
+        marks.push_back({static_cast<double>(r.points.front().peak) / (1 << 20), 100.0 * r.points.front().recompute / plain,
+                         "least memory", "#2ca02c"});
+      write_file(opt->svg_out, svg::chart(g.name() + ": peak memory against recompute", "peak (MiB)",
+                                          "recompute overhead (% of forward + backward)", {line}, marks));
+    }
+    if (opt->json) {
+      nlohmann::json doc;
+      doc["status"] = to_string(r.status);
+      doc["message"] = r.message;
+      doc["regular_peak"] = regular.peak_bytes;
+      doc["points"] = nlohmann::json::array();
+      for (const auto& p : r.points) doc["points"].push_back({{"peak", p.peak}, {"recompute", p.recompute}});
+      fmt::print("{}\n", doc.dump(2));
+      return;
+    }
+    fmt::print("{}: {} ({}), {} points, {:.3f} s\n", g.name(), to_string(r.status), r.message, r.points.size(),
+               r.stats.seconds);
+    fmt::print("{:>14}  {:>12}  {:>9}\n", "peak", "recompute s", "overhead");
+    for (const auto& p : r.points)
+      fmt::print("{:>14}  {:>12.6g}  {:>8.1f}%\n", format_bytes(p.peak), p.recompute, 100.0 * p.recompute / plain);
+    fmt::print("regular training: {}, no recompute\n", format_bytes(regular.peak_bytes));
+  });
+}
+
+}  // namespace remat::cli

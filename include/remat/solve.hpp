@@ -1,0 +1,155 @@
+#pragma once
+
+/// \file
+/// One entry point: remat::solve(graph, options) runs any method and returns a
+/// remat::solution (status, plan, the simulator's figures, bounds, stats).
+///
+/// | method     | plan family | what it guarantees |
+/// | ---------- | ----------- | ------------------ |
+/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families, status `feasible`, with a lower bound |
+/// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
+/// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
+/// | `approx`   | Kusumoto's principal lower sets | optimal over them |
+/// | `sqrt`, `every-k`, `none` | baselines | none; `none` is regular training |
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baselines.hpp"
+#include "bounds.hpp"
+#include "dp.hpp"
+#include "lower_sets.hpp"
+#include "solution.hpp"
+
+namespace remat {
+
+enum class method { exact, dp, chain, approx, sqrt, every_k, none };
+
+inline constexpr std::string_view to_string(method m) noexcept {
+  switch (m) {
+    case method::exact: return "exact";
+    case method::dp: return "dp";
+    case method::chain: return "chain";
+    case method::approx: return "approx";
+    case method::sqrt: return "sqrt";
+    case method::every_k: return "every-k";
+    case method::none: return "none";
+  }
+  return "?";
+}
+
+inline std::optional<method> parse_method(std::string_view name) noexcept {
+  for (method m : {method::exact, method::dp, method::chain, method::approx, method::sqrt, method::every_k, method::none})
+    if (to_string(m) == name) return m;
+  return std::nullopt;
+}
+
+struct solve_options {
+  remat::method method = method::exact;
+  objective goal = objective::memory;
+  /// Time objective: the byte budget every step must stay within. Ignored
+  /// (no budget) when left at the maximum.
+  std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
+  /// Above this many lower sets `exact` falls back (branchy graphs beyond ~2·10⁴
+  /// lower sets take the exact programme from seconds to minutes).
+  std::uint64_t max_lower_sets = 20000;
+  std::chrono::milliseconds time_limit{60000};
+  std::size_t every_k = 4;
+  bool preserve_gradient_order = true;
+};
+
+namespace detail {
+
+inline solution baseline_solution(const graph& g, plan p, const solve_options& options) {
+  solution s;
+  s.best = std::move(p);
+  s.figures = simulate(g, s.best.steps);
+  s.claimed_peak = s.figures.peak_bytes;
+  s.claimed_recompute = s.figures.recompute_time;
+  s.peak_lower_bound = per_op_floor(g).bytes;
+  s.status = s.figures.peak_bytes <= options.budget ? solve_status::feasible : solve_status::infeasible;
+  if (s.status == solve_status::infeasible)
+    s.message = "the " + s.best.method + " plan peaks at " + std::to_string(s.figures.peak_bytes) +
+                " bytes, above the budget";
+  return s;
+}
+
+inline solution run_dp(const graph& g, dp_family family, const solve_options& options) {
+  dp_options dp;
+  dp.goal = options.goal;
+  dp.budget = options.budget;
+  dp.time_limit = options.time_limit;
+  dp.preserve_gradient_order = options.preserve_gradient_order;
+  dp.max_states = std::max<std::uint64_t>(options.max_lower_sets, 1024) * 4;
+  solution s = solve_dp(g, family, dp).result;
+  if (options.goal == objective::memory) {
+    const std::uint64_t floor = per_op_floor(g).bytes;
+    // Only the exact family's optimum bounds every plan.
+    s.peak_lower_bound = family == dp_family::exact && s.status == solve_status::optimal ? s.claimed_peak : floor;
+  }
+  return s;
+}
+
+}  // namespace detail
+
+/// Runs `options.method`. Never throws for a hard instance: caps and time
+/// limits give status `feasible` with the best plan found and a bound; an
+/// impossible budget gives `infeasible` with the smallest feasible budget.
+/// \throws remat::error only for invalid options (every-k with k = 0).
+inline solution solve(const graph& g, const solve_options& options = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  solution s;
+  switch (options.method) {
+    case method::none: s = detail::baseline_solution(g, plan_none(g), options); break;
+    case method::sqrt: s = detail::baseline_solution(g, plan_sqrt(g), options); break;
+    case method::every_k: s = detail::baseline_solution(g, plan_every_k(g, options.every_k), options); break;
+    case method::chain: s = detail::run_dp(g, dp_family::prefix, options); break;
+    case method::approx: s = detail::run_dp(g, dp_family::principal, options); break;
+    case method::dp: s = detail::run_dp(g, dp_family::exact, options); break;
+    case method::exact: {
+      const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+      lower_set_options count;
+      count.max_count = options.max_lower_sets + 1;
+      count.constraints = &order;
+      count.time_limit = options.time_limit;
+      const lower_set_count lower_sets = count_lower_sets(g, count);
+      if (lower_sets.status == enumeration_status::complete) {
+        s = detail::run_dp(g, dp_family::exact, options);
+        s.stats.lower_sets = lower_sets.count;
+        const bool stopped = s.stats.cap_reached || s.stats.time_limit_reached;
+        if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) break;
+      }
+      // Too many lower sets (or stopped): the best of the restricted families
+      // (the principal family costs O(n²·(n + m)), so only on moderate graphs).
+      std::vector<dp_family> fallbacks{dp_family::prefix};
+      if (g.size() <= 1500) fallbacks.push_back(dp_family::principal);
+      for (dp_family family : fallbacks) {
+        solution other = detail::run_dp(g, family, options);
+        if (other.status == solve_status::infeasible) continue;
+        const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
+                            (options.goal == objective::memory ? other.claimed_peak < s.claimed_peak
+                                                               : other.claimed_recompute < s.claimed_recompute);
+        if (better) s = std::move(other);
+      }
+      if (s.status == solve_status::optimal) s.status = solve_status::feasible;
+      s.best.method = "exact";
+      s.message = (lower_sets.status == enumeration_status::complete
+                       ? std::string("the exact search stopped at its cap or time limit")
+                       : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
+                  "; best plan of the restricted families (id intervals, principal lower sets), each optimal only within its family" +
+                  (s.message.empty() ? "" : "; " + s.message);
+      break;
+    }
+  }
+  if (options.method != method::exact) s.best.method = std::string(to_string(options.method));
+  s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+}  // namespace remat
