@@ -1,6 +1,8 @@
 // The CPU runtime's kernels and training steps, reported as ratios:
 // - each kernel's backward time over its forward time (`bwd/fwd`), next to the
 //   cost model's default of 2 (docs/cost-model.md), and its GFLOP/s;
+// - the arena a layout needs over the most bytes alive at one step
+//   (`arena/live`, 1 is perfect), for full-size zoo graphs, timing the layout;
 // - one training step under a plan over the same step under plan_none
 //   (`measured`), next to the simulator's (forward + recompute + backward) /
 //   (forward + backward) for the same plans (`simulated`).
@@ -17,6 +19,8 @@
 #include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
 #include <remat/cpu/kernels.hpp>
+#include <remat/layout.hpp>
+#include <remat/zoo/models.hpp>
 
 #include "tests/support/reduced_zoo.hpp"
 
@@ -95,6 +99,24 @@ void BM_max_pool(benchmark::State& state) {
       [&] { remat::cpu::max_pool_backward<float>(g, x.data(), dy.data(), dx.data()); });
 }
 BENCHMARK(BM_max_pool)->Unit(benchmark::kMillisecond);
+
+// Lays out a full-size zoo model's schedule (f32, default sizes).
+void plan_arena(benchmark::State& state, const char* model, bool sqrt) {
+  const remat::graph g = remat::zoo::build(model);
+  const remat::schedule steps = sqrt ? remat::plan_sqrt(g).steps : remat::plan_none(g).steps;
+  remat::arena_layout layout;
+  for (auto _ : state) layout = remat::plan_arena(g, steps);
+  state.counters["arena/live"] = layout.ratio();
+  state.counters["buffers"] = static_cast<double>(layout.buffers.size());
+}
+BENCHMARK_CAPTURE(plan_arena, resnet50_none, "resnet50", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, resnet50_sqrt, "resnet50", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, densenet121_none, "densenet121", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, densenet121_sqrt, "densenet121", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, inception_v3_none, "inception-v3", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, inception_v3_sqrt, "inception-v3", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, darts_none, "darts-cifar10", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(plan_arena, darts_sqrt, "darts-cifar10", true)->Unit(benchmark::kMillisecond);
 
 // One training step of a reduced network under a plan, relative to plan_none.
 void train_step(benchmark::State& state, const char* family, const char* method) {
