@@ -23,15 +23,20 @@ class live_buffers {
   std::size_t acquire(std::size_t step, memory_category c, node_id v) {
     const std::optional<std::size_t> b = layout_.find(step, c, v);
     REMAT_ASSERT(b.has_value());
-    const buffer_lifetime& mine = layout_.buffers[*b];
+    REMAT_ASSERT(apart_from_live(layout_.buffers[*b]));
+    live_.push_back(*b);
+    ledger_.acquire(c, layout_.buffers[*b].bytes);
+    return *b;
+  }
+
+  /// True when `mine` shares no byte with a live buffer.
+  bool apart_from_live(const buffer_lifetime& mine) const noexcept {
     for (std::size_t other : live_) {
       const buffer_lifetime& o = layout_.buffers[other];
-      REMAT_ASSERT(mine.bytes == 0 || o.bytes == 0 || mine.offset + mine.bytes <= o.offset ||
-                   o.offset + o.bytes <= mine.offset);
+      if (mine.bytes != 0 && o.bytes != 0 && mine.offset < o.offset + o.bytes && o.offset < mine.offset + mine.bytes)
+        return false;
     }
-    live_.push_back(*b);
-    ledger_.acquire(c, mine.bytes);
-    return *b;
+    return true;
   }
 
   /// Drops buffer b, whose last step of life was `last`.
