@@ -42,7 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "baselines.hpp"
+#include "bounds.hpp"
 #include "graph.hpp"
 #include "lower_sets.hpp"
 #include "node_set.hpp"
@@ -67,6 +67,12 @@ struct dp_options {
   std::chrono::milliseconds time_limit{0};  ///< 0: none
   /// Keep the whole Pareto front of (peak, recompute) at the end (pareto.hpp).
   bool keep_frontier = false;
+  /// Memory objective: return a least-peak plan without minimising its
+  /// recompute (skips the label phase; used to bound other searches).
+  bool peak_only = false;
+  /// The label phase stops past this many labels and falls back to the
+  /// least-kept plan (see dp_result).
+  std::uint64_t max_labels = std::uint64_t{1} << 23;
   /// Only chains that keep gradient sums bit-for-bit (gradient_order_constraints):
   /// then a plan never changes a single bit of the gradients.
   bool preserve_gradient_order = true;
@@ -337,13 +343,40 @@ class dp_engine {
   /// Phase 2: can every stage stay within `budget`? One pass over the kept
   /// stages: the least kept bytes per lower set decides (stage costs do not
   /// depend on what was kept, only on how much).
-  bool feasible(std::uint64_t budget, std::uint32_t final) {
+  bool feasible(std::uint64_t budget, std::uint32_t final) { return !least_kept_path(budget, final).empty(); }
+
+  /// The states of a least-kept-bytes chain within `budget` (empty if none).
+  std::vector<std::uint32_t> least_kept_path(std::uint64_t budget, std::uint32_t final) {
     std::vector<std::uint64_t> best(states_.size(), unreachable);
+    std::vector<std::uint32_t> via(states_.size(), npos);
     best[0] = 0;
     for (const transition& t : transitions_)
-      if (best[t.from] != unreachable && best[t.from] + t.peak <= budget)
-        best[t.to] = std::min(best[t.to], best[t.from] + t.kept_added);
-    return best[final] != unreachable;
+      if (best[t.from] != unreachable && best[t.from] + t.peak <= budget && best[t.from] + t.kept_added < best[t.to]) {
+        best[t.to] = best[t.from] + t.kept_added;
+        via[t.to] = t.from;
+      }
+    if (best[final] == unreachable) return {};
+    std::vector<std::uint32_t> chain{final};
+    while (chain.back() != 0) chain.push_back(via[chain.back()]);
+    std::reverse(chain.begin(), chain.end());
+    return chain;
+  }
+
+  /// The figures of a chain of states (the stages between them).
+  std::pair<std::uint64_t, double> chain_figures(const std::vector<std::uint32_t>& chain) const {
+    std::uint64_t kept = 0, peak = 0;
+    double recompute = 0;
+    std::size_t k = 0;
+    for (const transition& t : transitions_) {
+      if (k + 1 >= chain.size()) break;
+      if (t.from == chain[k] && t.to == chain[k + 1]) {
+        peak = std::max(peak, kept + t.peak);
+        kept += t.kept_added;
+        recompute += t.recompute;
+        ++k;
+      }
+    }
+    return {peak, recompute};
   }
 
   /// The least budget for which feasible() holds, by bisection in [low, high].
@@ -360,6 +393,7 @@ class dp_engine {
   /// the final state's front.
   std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool two_dimensional) {
     two_dimensional_ = two_dimensional;
+    labels_capped_ = false;
     // Backward over the kept stages: the largest kept bytes from which each
     // state can still finish within the budget, and the least recompute left.
     const std::size_t count = states_.size();
@@ -409,6 +443,10 @@ class dp_engine {
         if (recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300) continue;
         push_label(t.to, {next_kept, peak, recompute, t.to, i});
       }
+      if (labels_.size() > options_.max_labels) {
+        labels_capped_ = true;
+        return {};
+      }
     }
     std::vector<dp_label> out;
     for (std::uint32_t i : fronts_[final]) out.push_back(labels_[i]);
@@ -421,6 +459,11 @@ class dp_engine {
     std::vector<std::uint32_t> chain{label.state};
     for (std::uint32_t l = label.previous; l != npos; l = labels_[l].previous) chain.push_back(labels_[l].state);
     std::reverse(chain.begin(), chain.end());
+    return stages_of_chain(chain);
+  }
+
+  /// The stage assignment of a chain of states.
+  std::vector<std::uint32_t> stages_of_chain(const std::vector<std::uint32_t>& chain) const {
     std::vector<std::uint32_t> stage_of(g_.size(), 0);
     for (std::size_t k = 1; k < chain.size(); ++k) {
       const state& now = states_[chain[k]];
@@ -793,6 +836,12 @@ class dp_engine {
   std::vector<transition> transitions_;
   std::uint64_t bound_ = unreachable;
   bool two_dimensional_ = true;
+  bool labels_capped_ = false;
+
+ public:
+  bool labels_capped() const noexcept { return labels_capped_; }
+
+ private:
   std::vector<dp_label> labels_;
   std::vector<std::vector<std::uint32_t>> fronts_;
   std::vector<std::uint32_t> outside_;
@@ -813,21 +862,33 @@ class dp_engine {
 /// best among the stages evaluated), infeasible (no plan within the budget; for
 /// the time objective `smallest_feasible_budget` says what would work).
 inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& options = {}) {
-  // For the memory objective a peak achievable within the family bounds the
-  // search: the √n plan (id intervals) for the prefix family, the prefix
-  // family's optimum for the exact family (prefixes are lower sets). The
-  // principal family contains neither, and is small enough to go unbounded.
-  if (options.goal == objective::memory && !options.keep_frontier && family != dp_family::principal &&
+  // For the memory objective the search is bounded: runs with bounds growing
+  // from the per-op floor by a quarter each time until one reaches a plan.
+  // Tight bounds prune most stages, so the failed runs are cheap and the last
+  // one explores little more than the optimum needs.
+  if (options.goal == objective::memory && !options.keep_frontier &&
       options.budget == std::numeric_limits<std::uint64_t>::max()) {
-    dp_options bounded = options;
-    if (family == dp_family::prefix) {
-      bounded.budget = simulate(g, plan_sqrt(g).steps).peak_bytes;
-    } else {
-      const dp_result prefix = solve_dp(g, dp_family::prefix, options);
-      if (prefix.result.status == solve_status::infeasible) return prefix;
-      bounded.budget = prefix.result.claimed_peak;
+    std::uint64_t bound = per_op_floor(g).bytes;
+    solve_stats spent;
+    for (;;) {
+      dp_options bounded = options;
+      bounded.budget = bound;
+      dp_result r = solve_dp(g, family, bounded);
+      spent.lower_sets += r.result.stats.lower_sets;
+      spent.transitions += r.result.stats.transitions;
+      spent.pruned += r.result.stats.pruned;
+      if (r.result.status != solve_status::infeasible || !r.complete) {
+        const double seconds = spent.seconds + r.result.stats.seconds;
+        r.result.stats.lower_sets = spent.lower_sets;
+        r.result.stats.transitions = spent.transitions;
+        r.result.stats.pruned = spent.pruned;
+        r.result.stats.seconds = seconds;
+        return r;
+      }
+      spent.seconds += r.result.stats.seconds;
+      const std::uint64_t grown = bound + bound / 4 + 1;
+      bound = grown < bound ? std::numeric_limits<std::uint64_t>::max() : grown;
     }
-    return solve_dp(g, family, bounded);
   }
   detail::dp_engine engine(g, options);
   dp_result out;
@@ -856,22 +917,38 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   }
   std::uint64_t budget = options.budget;
   if (options.goal == objective::memory) budget = engine.least_peak(0, options.budget, *final);
+  const std::string method_name = family == dp_family::exact    ? "exact"
+                                  : family == dp_family::prefix ? "chain"
+                                                                : "approx";
   const bool frontier = options.keep_frontier;
-  const std::vector<detail::dp_label> front =
-      engine.labels_within(frontier ? options.budget : budget, *final, !frontier);
-  auto better = [&](const detail::dp_label& x, const detail::dp_label& y) {
-    if (options.goal == objective::memory)
-      return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
-    return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
-  };
-  const detail::dp_label best = *std::min_element(front.begin(), front.end(), better);
-  sol.claimed_peak = best.peak;
-  sol.claimed_recompute = best.recompute;
-  sol.best = plan::from_stages(g, engine.stages_of(best), family == dp_family::exact     ? "exact"
-                                                          : family == dp_family::prefix ? "chain"
-                                                                                        : "approx");
+  std::vector<detail::dp_label> front;
+  if (!(options.peak_only && options.goal == objective::memory && !frontier))
+    front = engine.labels_within(frontier ? options.budget : budget, *final, !frontier);
+  if (front.empty()) {
+    // No labels (peak only, or the label cap): a least-kept plan within the budget.
+    const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
+    const auto [peak, recompute] = engine.chain_figures(chain);
+    sol.claimed_peak = peak;
+    sol.claimed_recompute = recompute;
+    sol.best = plan::from_stages(g, engine.stages_of_chain(chain), method_name);
+    if (engine.labels_capped())
+      sol.message = options.goal == objective::memory
+                        ? "least peak proven; recompute not minimised among least-peak plans (label cap reached)"
+                        : "label cap reached: a plan within the budget, recompute not minimised";
+  } else {
+    auto better = [&](const detail::dp_label& x, const detail::dp_label& y) {
+      if (options.goal == objective::memory)
+        return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
+      return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
+    };
+    const detail::dp_label best = *std::min_element(front.begin(), front.end(), better);
+    sol.claimed_peak = best.peak;
+    sol.claimed_recompute = best.recompute;
+    sol.best = plan::from_stages(g, engine.stages_of(best), method_name);
+  }
   sol.figures = simulate(g, sol.best.steps);
   sol.status = out.complete ? solve_status::optimal : solve_status::feasible;
+  if (engine.labels_capped() && options.goal == objective::time) sol.status = solve_status::feasible;
   if (options.keep_frontier) {
     std::vector<detail::dp_label> sorted = front;
     std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {

@@ -128,7 +128,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       // Too many lower sets (or stopped): the best of the restricted families
       // (the principal family costs O(n²·(n + m)), so only on moderate graphs).
       std::vector<dp_family> fallbacks{dp_family::prefix};
-      if (g.size() <= 1500) fallbacks.push_back(dp_family::principal);
+      if (g.size() <= 600) fallbacks.push_back(dp_family::principal);
       for (dp_family family : fallbacks) {
         solution other = detail::run_dp(g, family, options);
         if (other.status == solve_status::infeasible) continue;

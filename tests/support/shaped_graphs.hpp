@@ -102,4 +102,25 @@ inline graph inception_like(std::size_t blocks) {
   return s.finish(x);
 }
 
+// PSPNet-like: a ResNet-like backbone, then a pyramid pooling module (four
+// parallel pool -> conv-bn-relu -> upsample branches) concatenated with the
+// backbone features, and a conv-bn-relu head.
+inline graph pspnet_like(std::size_t blocks) {
+  shape_builder s("pspnet-like-" + std::to_string(blocks));
+  std::uint64_t bytes = 64 << 20;
+  std::size_t x = s.cbr(0, bytes, 1e-3);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::size_t h = s.cbr(s.cbr(x, bytes / 4, 2e-4), bytes / 4, 4e-4);
+    h = s.op("batch_norm", {s.op("conv2d", {h}, bytes, 2e-4, 4096)}, bytes, 2e-5, 64);
+    x = s.op("relu", {s.op("add", {h, x}, bytes, 1e-5)}, bytes, 1e-5);
+  }
+  std::vector<std::size_t> pyramid{x};
+  for (std::uint64_t scale : {1, 2, 3, 6}) {
+    const std::size_t pooled = s.op("adaptive_avg_pool", {x}, scale * scale * (1 << 14), 1e-5);
+    pyramid.push_back(s.op("upsample", {s.cbr(pooled, scale * scale * (1 << 12), 1e-5)}, bytes / 4, 1e-4));
+  }
+  x = s.op("concat", pyramid, 2 * bytes, 1e-5);
+  return s.finish(s.cbr(x, bytes / 4, 4e-4));
+}
+
 }  // namespace remat::test
