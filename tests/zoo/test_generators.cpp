@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -97,6 +98,21 @@ TEST_CASE("a NAS stack of ~1900 DARTS cells has 10^5 nodes and builds in seconds
   CHECK(g.size() >= 100000);
   CHECK(seconds < 20);
   CHECK(g.name() == "nas-darts-1900");
+
+  // The file a user writes must describe the very graph that was generated.
+  const remat::graph back = remat::io::read_graph_json(remat::io::write_graph_json(g), "nas-darts-1900.json");
+  REQUIRE(back.size() == g.size());
+  CHECK(back.num_edges() == g.num_edges());
+  std::size_t mismatched = 0;
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    const auto a = g.successors(v), b = back.successors(v);
+    const bool same = g.node_name(v) == back.node_name(v) && g.op(v) == back.op(v) && g.bytes(v) == back.bytes(v) &&
+                      g.time(v) == back.time(v) && g.params(v) == back.params(v) && g.reads(v) == back.reads(v) &&
+                      g.backward_time(v) == back.backward_time(v) && g.workspace(v) == back.workspace(v) &&
+                      g.attrs(v) == back.attrs(v) && std::equal(a.begin(), a.end(), b.begin(), b.end());
+    mismatched += same ? 0 : 1;
+  }
+  CHECK(mismatched == 0);
 }
 
 TEST_CASE("NAS stacks of every genotype, with and without the auxiliary head") {
