@@ -113,6 +113,17 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::approx: s = detail::run_dp(g, dp_family::principal, options); break;
     case method::dp: s = detail::run_dp(g, dp_family::exact, options); break;
     case method::exact: {
+      // Regular training recomputes nothing. When its peak already meets the
+      // per-op floor, no plan is lower or recomputes less, on any graph size.
+      if (solution regular = detail::baseline_solution(g, plan_none(g), options);
+          regular.status == solve_status::feasible && regular.claimed_peak == regular.peak_lower_bound) {
+        s = std::move(regular);
+        s.status = solve_status::optimal;
+        s.recompute_lower_bound = 0;
+        s.message = "regular training already peaks at the per-op floor; nothing to recompute";
+        s.best.method = "exact";
+        break;
+      }
       const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
       lower_set_options count;
       count.max_count = options.max_lower_sets + 1;

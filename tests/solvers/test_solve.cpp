@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <remat/solve.hpp>
+#include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/random_graphs.hpp"
@@ -73,6 +74,27 @@ TEST_CASE("time objective: within the budget, infeasible budgets name the smalle
   CHECK(below.smallest_feasible_budget == least.claimed_peak);
   o.budget = simulate(g, plan_none(g).steps).peak_bytes * 2;
   CHECK(solve(g, o).claimed_recompute <= at.claimed_recompute);
+}
+
+TEST_CASE("exact: where regular training already peaks at the per-op floor, it is proven optimal at once") {
+  // Weights dwarf activations (the forum user's situation): the parameter
+  // gradients at the first layer's backward set the peak of every plan.
+  zoo::chain_options c;
+  c.length = 20000;
+  c.batch = 4;
+  const graph g = zoo::chain(c);
+  const solution s = solve(g);
+  CHECK(s.status == solve_status::optimal);
+  CHECK(s.best.method == "exact");
+  CHECK(s.claimed_recompute == 0);
+  CHECK(s.claimed_peak == per_op_floor(g).bytes);
+  CHECK(s.figures.peak_bytes == s.claimed_peak);
+  CHECK(s.stats.seconds < 60);  // a guard against the quadratic search, not a speed target
+
+  solve_options tight;
+  tight.budget = s.claimed_peak - 1;
+  const solution below = solve(g, tight);
+  CHECK(below.status == solve_status::infeasible);
 }
 
 TEST_CASE("caps and time limits end with the best plan found, never an exception or hang") {
