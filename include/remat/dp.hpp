@@ -89,6 +89,7 @@ struct dp_result {
   solution result;
   std::vector<frontier_point> frontier;  ///< when options.keep_frontier, by increasing peak
   bool complete = false;                 ///< the family was fully explored
+  bool labels_capped = false;            ///< the label phase stopped at max_labels (no frontier)
 };
 
 namespace detail {
@@ -961,6 +962,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
         out.frontier.push_back({l.peak, l.recompute, engine.stages_of(l)});
       }
   }
+  out.labels_capped = engine.labels_capped();
   sol.stats = engine.stats();
   return out;
 }

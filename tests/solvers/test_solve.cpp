@@ -18,8 +18,10 @@ TEST_SUITE("solve") {
 TEST_CASE("every method: valid plan, claims equal the simulator's, exact never beaten") {
   const method methods[] = {method::exact, method::dp, method::chain, method::approx,
                             method::sqrt, method::every_k, method::none};
+  // Up to 22 nodes: wider random DAGs reach 10⁴–10⁵ lower sets and take the
+  // exact programme tens of seconds each (bench/ measures those).
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
-    const graph g = test::random_dag(5 + seed % 25, seed, 2 + seed % 5, 1 + seed % 3);
+    const graph g = test::random_dag(5 + seed % 18, seed, 2 + seed % 5, 1 + seed % 3);
     std::uint64_t exact_peak = 0;
     bool exact_proven = false;
     for (method m : methods) {
