@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,44 +41,46 @@ struct pareto_result {
 namespace detail {
 
 /// When the three-dimensional labels outgrow their cap, the frontier is
-/// sampled instead: the least peak, then the least recompute at evenly spaced
-/// budgets up to the peak of the least-recompute plan. Each point is optimal
-/// for its budget (two-dimensional labels stay far smaller), but points between
-/// the samples may be missing, so the status is `feasible`.
+/// sampled instead, on the same stages: enumerated once within
+/// `options.max_peak`, then the least peak (bisection) and the least
+/// recompute (two-dimensional labels, far fewer) at evenly spaced budgets up
+/// to the peak of the least-recompute plan. Each point is optimal for its
+/// budget, but points between the samples may be missing: status `feasible`.
 inline pareto_result sampled_frontier(const graph& g, dp_family family, const pareto_options& options, bool small) {
-  constexpr int samples = 24;
+  constexpr std::uint64_t samples = 24;
   pareto_result out;
   out.family = family;
-  dp_options base;
-  base.time_limit = options.time_limit;
-  base.preserve_gradient_order = options.preserve_gradient_order;
+  dp_options stage_options;
+  stage_options.goal = objective::time;
+  stage_options.budget = options.max_peak;
+  stage_options.time_limit = options.time_limit;
+  stage_options.preserve_gradient_order = options.preserve_gradient_order;
+  dp_engine engine(g, stage_options);
+  const bool complete = engine.enumerate(family, options.max_peak);
+  const std::optional<std::uint32_t> final = engine.final_state();
   std::vector<frontier_point> candidates;
-  auto add = [&](const dp_result& r) {
-    out.stats.lower_sets += r.result.stats.lower_sets;
-    out.stats.transitions += r.result.stats.transitions;
-    out.stats.labels += r.result.stats.labels;
-    out.stats.seconds += r.result.stats.seconds;
-    out.stats.time_limit_reached = out.stats.time_limit_reached || r.result.stats.time_limit_reached;
-    if (r.result.status != solve_status::infeasible && r.result.claimed_peak <= options.max_peak)
-      candidates.push_back({r.result.claimed_peak, r.result.claimed_recompute, r.result.best.stage_of});
-  };
-  dp_options least_peak = base;
-  least_peak.goal = objective::memory;
-  const dp_result lowest = solve_dp(g, family, least_peak);
-  add(lowest);
-  dp_options least_recompute = base;
-  least_recompute.goal = objective::time;
-  const dp_result fastest = solve_dp(g, family, least_recompute);
-  add(fastest);
-  if (lowest.result.status != solve_status::infeasible && fastest.result.status != solve_status::infeasible) {
-    const std::uint64_t low = lowest.result.claimed_peak;
-    const std::uint64_t high = std::min(fastest.result.claimed_peak, options.max_peak);
-    for (int i = 1; i < samples && high > low; ++i) {
-      dp_options at = base;
-      at.goal = objective::time;
-      at.budget = low + (high - low) / samples * static_cast<std::uint64_t>(i);
-      add(solve_dp(g, family, at));
+  // The least recompute within `budget`, or a least-kept plan if even the
+  // two-dimensional labels hit their cap.
+  auto sample = [&](std::uint64_t budget) {
+    const std::vector<dp_label> front = engine.labels_within(budget, *final, true);
+    if (front.empty()) {
+      const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
+      if (chain.empty()) return std::uint64_t{0};
+      const auto [peak, recompute] = engine.chain_figures(chain);
+      candidates.push_back({peak, recompute, engine.stages_of_chain(chain)});
+      return peak;
     }
+    const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
+      return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
+    });
+    candidates.push_back({best.peak, best.recompute, engine.stages_of(best)});
+    return best.peak;
+  };
+  if (final) {
+    const std::uint64_t low = engine.least_peak(0, options.max_peak, *final);
+    sample(low);
+    const std::uint64_t high = sample(options.max_peak);
+    for (std::uint64_t i = 1; i < samples && high > low; ++i) sample(low + (high - low) / samples * i);
   }
   std::sort(candidates.begin(), candidates.end(), [](const auto& x, const auto& y) {
     return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
@@ -88,10 +91,12 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
       best_recompute = p.recompute;
       out.points.push_back(std::move(p));
     }
+  out.stats = engine.stats();
   out.status = out.points.empty() ? solve_status::infeasible : solve_status::feasible;
   out.message = std::string(small ? "all lower-set chains" : "the prefix family") +
                 ": too many Pareto labels for the exact frontier; sampled at " + std::to_string(samples) +
                 " budgets, each point optimal for its budget, points between them may be missing";
+  if (!complete) out.message += "; stopped by a cap or the time limit, so the samples are over the stages found";
   return out;
 }
 
