@@ -10,6 +10,25 @@
 
 namespace remat::cli {
 
+namespace {
+
+// What the statistics count depends on the method that made the plan.
+std::string search_summary(const std::string& method_name, const solve_stats& stats) {
+  if (method_name == "ogc")
+    return fmt::format("{:.3f} s, {} division pieces, {} candidate maxima", stats.seconds, stats.lower_sets,
+                       stats.transitions);
+  if (method_name == "ogc-exact")
+    return fmt::format("{:.3f} s, {} sweeps, {} sweep states, {} labels", stats.seconds, stats.transitions,
+                       stats.lower_sets, stats.labels);
+  if (method_name == "mincut")
+    return fmt::format("{:.3f} s, {} plans simulated, {} minimum cuts", stats.seconds, stats.lower_sets,
+                       stats.transitions);
+  return fmt::format("{:.3f} s, {} lower sets, {} stages evaluated, {} labels", stats.seconds, stats.lower_sets,
+                     stats.transitions, stats.labels);
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
   struct options {
     std::string file, method = "exact", objective = "memory", budget, output, dot;
@@ -21,8 +40,14 @@ void add_plan_command(CLI::App& app) {
   auto opt = std::make_shared<options>();
   auto* cmd = app.add_subcommand("plan", "Make a checkpointing plan and report what it costs");
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
-  cmd->add_option("--method", opt->method, "exact | dp | chain | approx | sqrt | every-k | none")
-      ->check(CLI::IsMember({"exact", "dp", "chain", "approx", "sqrt", "every-k", "none"}))
+  std::vector<std::string> methods;
+  std::string listed;
+  for (method m : all_methods) {
+    methods.emplace_back(to_string(m));
+    listed += (listed.empty() ? "" : " | ") + methods.back();
+  }
+  cmd->add_option("--method", opt->method, listed)
+      ->check(CLI::IsMember(methods))
       ->capture_default_str();
   cmd->add_option("--objective", opt->objective, "memory: least peak; time: least recompute within --budget")
       ->check(CLI::IsMember({"memory", "time"}))
@@ -69,9 +94,13 @@ void add_plan_command(CLI::App& app) {
       out.row("lower bound", fmt::format("{}  (gap {})", bytes_with_exact(s.peak_lower_bound), percent(gap)),
               s.peak_lower_bound);
     }
-    out.row("search", fmt::format("{:.3f} s, {} lower sets, {} stages evaluated, {} labels", s.stats.seconds,
-                                  s.stats.lower_sets, s.stats.transitions, s.stats.labels),
-            {{"seconds", s.stats.seconds}, {"lower_sets", s.stats.lower_sets}, {"transitions", s.stats.transitions}});
+    if (s.objective > 0)
+      out.row("objective", fmt::format("{}  (Feng & Huang: kept + largest segment)",
+                                       bytes_with_exact(static_cast<std::uint64_t>(s.objective))),
+              s.objective);
+    out.row("search", search_summary(s.best.method, s.stats),
+            {{"seconds", s.stats.seconds}, {"lower_sets", s.stats.lower_sets}, {"transitions", s.stats.transitions},
+             {"labels", s.stats.labels}});
     if (!opt->output.empty()) {
       write_file(opt->output, io::write_plan_json(g, s.best, s.figures));
       out.row("plan written", opt->output, opt->output);

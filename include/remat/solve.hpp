@@ -10,7 +10,14 @@
 /// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
 /// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
 /// | `approx`   | Kusumoto's principal lower sets | optimal over them |
+/// | `mincut`   | stages cut at minimum-kept boundaries (cut_plans.hpp) | none; the per-op floor as bound |
+/// | `ogc`      | kept sets | Feng & Huang's division search for their objective (ogc.hpp) |
+/// | `ogc-exact`| kept sets | Feng & Huang's objective, optimal over all kept sets (segment_dp.hpp) |
 /// | `sqrt`, `every-k`, `none` | baselines | none; `none` is regular training |
+///
+/// `ogc` and `ogc-exact` optimise Feng & Huang's model (kept bytes + the
+/// largest re-run segment; `solution::objective`), not the simulated peak;
+/// their plans are measured like any other.
 
 #include <algorithm>
 #include <chrono>
@@ -23,13 +30,22 @@
 
 #include "baselines.hpp"
 #include "bounds.hpp"
+#include "cut_plans.hpp"
 #include "dp.hpp"
 #include "lower_sets.hpp"
+#include "ogc.hpp"
+#include "segment_dp.hpp"
+#include "segments.hpp"
 #include "solution.hpp"
 
 namespace remat {
 
-enum class method { exact, dp, chain, approx, sqrt, every_k, none };
+enum class method { exact, dp, chain, approx, mincut, ogc, ogc_exact, sqrt, every_k, none };
+
+/// Every method, in the order the CLI lists them.
+inline constexpr method all_methods[] = {method::exact,  method::dp,  method::chain,     method::approx,
+                                         method::mincut, method::ogc, method::ogc_exact, method::sqrt,
+                                         method::every_k, method::none};
 
 inline constexpr std::string_view to_string(method m) noexcept {
   switch (m) {
@@ -37,6 +53,9 @@ inline constexpr std::string_view to_string(method m) noexcept {
     case method::dp: return "dp";
     case method::chain: return "chain";
     case method::approx: return "approx";
+    case method::mincut: return "mincut";
+    case method::ogc: return "ogc";
+    case method::ogc_exact: return "ogc-exact";
     case method::sqrt: return "sqrt";
     case method::every_k: return "every-k";
     case method::none: return "none";
@@ -45,7 +64,7 @@ inline constexpr std::string_view to_string(method m) noexcept {
 }
 
 inline std::optional<method> parse_method(std::string_view name) noexcept {
-  for (method m : {method::exact, method::dp, method::chain, method::approx, method::sqrt, method::every_k, method::none})
+  for (method m : all_methods)
     if (to_string(m) == name) return m;
   return std::nullopt;
 }
@@ -62,6 +81,9 @@ struct solve_options {
   std::chrono::milliseconds time_limit{60000};
   std::size_t every_k = 4;
   bool preserve_gradient_order = true;
+  /// `ogc-exact`: labels its sweeps may create before it returns its best
+  /// kept set with a lower bound (about 10⁶ a second).
+  std::uint64_t max_segment_labels = 3'000'000;
 };
 
 namespace detail {
@@ -96,6 +118,41 @@ inline solution run_dp(const graph& g, dp_family family, const solve_options& op
   return s;
 }
 
+inline solution segment_plan_solution(const graph& g, const segment_solution& found, const std::string& name,
+                                      const solve_options& options) {
+  solution s = baseline_solution(g, plan::from_kept(g, found.kept, name), options);
+  s.objective = static_cast<double>(found.cost.total());
+  s.stats.lower_sets = found.stats.lower_sets;
+  s.stats.transitions = found.stats.transitions;
+  s.stats.labels = found.stats.labels;
+  s.stats.pruned = found.stats.pruned;
+  s.stats.cap_reached = found.stats.cap_reached;
+  s.stats.time_limit_reached = found.stats.time_limit_reached;
+  if (s.status == solve_status::infeasible) return s;
+  const std::string figure = std::to_string(found.cost.total()) + " bytes (kept " +
+                             std::to_string(found.cost.kept_bytes) + " + largest segment " +
+                             std::to_string(found.cost.largest_segment) + ")";
+  if (name == "ogc") {
+    s.message = "Feng & Huang's objective " + figure + ", optimal only among plans that follow their division tree";
+  } else if (found.optimal) {
+    s.status = solve_status::optimal;
+    s.message = "optimal for Feng & Huang's objective: " + figure;
+  } else {
+    s.message = "Feng & Huang's objective " + figure + "; no kept set scores below " +
+                std::to_string(found.lower_bound) + " bytes (" +
+                (found.stats.time_limit_reached ? "time limit" : "label cap") + " reached)";
+  }
+  return s;
+}
+
+inline solution run_ogc_exact(const graph& g, const solve_options& options) {
+  const ogc_solution division = solve_ogc(g);
+  segment_dp_options dp;
+  dp.time_limit = options.time_limit;
+  dp.max_labels = options.max_segment_labels;
+  return segment_plan_solution(g, solve_segments_exact(g, dp, &division.kept), "ogc-exact", options);
+}
+
 }  // namespace detail
 
 /// Runs `options.method`. Never throws for a hard instance: caps and time
@@ -112,6 +169,17 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::chain: s = detail::run_dp(g, dp_family::prefix, options); break;
     case method::approx: s = detail::run_dp(g, dp_family::principal, options); break;
     case method::dp: s = detail::run_dp(g, dp_family::exact, options); break;
+    case method::mincut: {
+      mincut_options m;
+      m.goal = options.goal;
+      m.budget = options.budget;
+      m.preserve_gradient_order = options.preserve_gradient_order;
+      m.time_limit = options.time_limit;
+      s = solve_mincut(g, m);
+      break;
+    }
+    case method::ogc: s = detail::segment_plan_solution(g, solve_ogc(g), "ogc", options); break;
+    case method::ogc_exact: s = detail::run_ogc_exact(g, options); break;
     case method::exact: {
       // Regular training recomputes nothing. When its peak already meets the
       // per-op floor, no plan is lower or recomputes less, on any graph size.
@@ -137,24 +205,33 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) break;
       }
       // Too many lower sets (or stopped): the best of the restricted families
-      // (the principal family costs O(n²·(n + m)), so only on moderate graphs).
-      std::vector<dp_family> fallbacks{dp_family::prefix};
-      if (g.size() <= 600) fallbacks.push_back(dp_family::principal);
-      for (dp_family family : fallbacks) {
-        solution other = detail::run_dp(g, family, options);
+      // (the principal family costs O(n²·(n + m)), so only on moderate
+      // graphs), the min-cut stages, and the kept set optimal for Feng &
+      // Huang's objective (searched for a tenth of the labels).
+      std::vector<method> fallbacks{method::chain, method::mincut};
+      if (g.size() <= 600) fallbacks.push_back(method::approx);
+      fallbacks.push_back(method::ogc_exact);
+      for (method fallback : fallbacks) {
+        solve_options narrower = options;
+        narrower.method = fallback;
+        narrower.max_segment_labels = options.max_segment_labels / 10;
+        solution other = solve(g, narrower);
         if (other.status == solve_status::infeasible) continue;
         const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
                             (options.goal == objective::memory ? other.claimed_peak < s.claimed_peak
                                                                : other.claimed_recompute < s.claimed_recompute);
-        if (better) s = std::move(other);
+        if (better) {
+          s = std::move(other);
+          s.peak_lower_bound = per_op_floor(g).bytes;
+        }
       }
       if (s.status == solve_status::optimal) s.status = solve_status::feasible;
       s.best.method = "exact";
       s.message = (lower_sets.status == enumeration_status::complete
                        ? std::string("the exact search stopped at its cap or time limit")
                        : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
-                  "; best plan of the restricted families (id intervals, principal lower sets), each optimal only within its family" +
-                  (s.message.empty() ? "" : "; " + s.message);
+                  "; best plan of id-interval stages, principal lower sets, min-cut stages and Feng & Huang's optimal "
+                  "kept set, each optimal only within its family or objective";
       break;
     }
   }

@@ -16,15 +16,13 @@ using namespace remat;
 TEST_SUITE("solve") {
 
 TEST_CASE("every method: valid plan, claims equal the simulator's, exact never beaten") {
-  const method methods[] = {method::exact, method::dp, method::chain, method::approx,
-                            method::sqrt, method::every_k, method::none};
   // Up to 22 nodes: wider random DAGs reach 10⁴–10⁵ lower sets and take the
   // exact programme tens of seconds each (bench/ measures those).
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     const graph g = test::random_dag(5 + seed % 18, seed, 2 + seed % 5, 1 + seed % 3);
     std::uint64_t exact_peak = 0;
     bool exact_proven = false;
-    for (method m : methods) {
+    for (method m : all_methods) {
       solve_options o;
       o.method = m;
       const solution s = solve(g, o);
@@ -37,9 +35,11 @@ TEST_CASE("every method: valid plan, claims equal the simulator's, exact never b
         exact_proven = s.status == solve_status::optimal;
         if (!exact_proven) CHECK(s.message.find("lower sets") != std::string::npos);
         exact_peak = s.claimed_peak;
-      } else if (m == method::chain || m == method::approx || (exact_proven && m != method::none)) {
-        // regular training (none) is a kept-set plan, outside the stage family;
-        // a fallback exact is the best of chain and approx
+      } else if (m == method::chain || m == method::approx || m == method::mincut ||
+                 (exact_proven && (m == method::dp || m == method::sqrt || m == method::every_k))) {
+        // Stage plans: never below the exact optimum (a fallback exact is the
+        // best of them). none, ogc and ogc-exact are kept-set plans, another
+        // family (docs/algorithms.md compares the two).
         CHECK(s.claimed_peak >= exact_peak);
       }
     }
@@ -59,6 +59,25 @@ TEST_CASE("exact on the zoo's ResNets and DenseNets is optimal; on Inception v3 
   CHECK(s.peak_lower_bound > 0);
   CHECK(s.peak_lower_bound <= s.claimed_peak);
   CHECK(s.figures.peak_bytes == s.claimed_peak);
+}
+
+TEST_CASE("mincut: nested min-cut stages, the per-op floor as bound, and an impossible budget named") {
+  const graph g = test::densenet_like(3, 6);
+  solve_options o;
+  o.method = method::mincut;
+  const solution s = solve(g, o);
+  CHECK(s.status == solve_status::feasible);
+  CHECK(s.peak_lower_bound == per_op_floor(g).bytes);
+  const simulation measured = simulate(g, schedule_from_stages(g, s.best.stage_of));
+  CHECK(s.figures.peak_bytes == measured.peak_bytes);
+  CHECK(s.figures.recompute_time == measured.recompute_time);
+  CHECK(s.claimed_peak < simulate(g, plan_none(g).steps).peak_bytes);
+  o.goal = objective::time;
+  o.budget = s.peak_lower_bound - 1;
+  const solution below = solve(g, o);
+  CHECK(below.status == solve_status::infeasible);
+  CHECK(below.smallest_feasible_budget >= s.claimed_peak);
+  CHECK(below.message.find("least peak") != std::string::npos);
 }
 
 TEST_CASE("time objective: within the budget, infeasible budgets name the smallest feasible one") {
