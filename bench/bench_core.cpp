@@ -1,11 +1,13 @@
 // Throughput of the core pieces every solver leans on: building a graph,
-// building a schedule, simulating it. Run with a release build:
+// building a schedule, simulating it; and of the NAS stack generator behind
+// `remat gen nas` (10^5 nodes at 1900 cells). Run with a release build:
 //   meson setup build-release --buildtype=release && meson test -C build-release --benchmark
 
 #include <benchmark/benchmark.h>
 
 #include <remat/baselines.hpp>
 #include <remat/bounds.hpp>
+#include <remat/zoo/generators.hpp>
 
 #include "tests/support/random_graphs.hpp"
 
@@ -37,6 +39,20 @@ void BM_per_op_floor(benchmark::State& state) {
   state.SetComplexityN(state.range(0));
 }
 BENCHMARK(BM_per_op_floor)->RangeMultiplier(10)->Range(1000, 100000)->Complexity(benchmark::oNSquared);
+
+void BM_nas_stack(benchmark::State& state) {
+  remat::zoo::nas_stack_options o;
+  o.network.cells = state.range(0);
+  std::size_t nodes = 0;
+  for (auto _ : state) {
+    const remat::graph g = remat::zoo::nas_stack(o);
+    nodes = g.size();
+    benchmark::DoNotOptimize(nodes);
+  }
+  state.SetComplexityN(static_cast<std::int64_t>(nodes));
+  state.counters["nodes"] = static_cast<double>(nodes);
+}
+BENCHMARK(BM_nas_stack)->Arg(100)->Arg(400)->Arg(1900)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oN);
 
 }  // namespace
 

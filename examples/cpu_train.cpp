@@ -10,30 +10,28 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
-#include <remat/dp.hpp>
+#include <remat/solve.hpp>
 #include <remat/units.hpp>
 #include <remat/zoo.hpp>
 
 namespace {
 
-remat::plan make_plan(const remat::graph& g, const std::string& method, std::size_t k) {
-  if (method == "none") return remat::plan_none(g);
-  if (method == "every-k") return remat::plan_every_k(g, k);
-  if (method == "sqrt") return remat::plan_sqrt(g);
-  if (method == "dp-prefix" || method == "dp-principal") {
-    const remat::dp_result r =
-        remat::solve_dp(g, method == "dp-prefix" ? remat::dp_family::prefix : remat::dp_family::principal);
-    if (r.result.status == remat::solve_status::infeasible) throw remat::error("the DP found no plan: " + r.result.message);
-    return r.result.best;
-  }
-  throw remat::error("unknown plan method '" + method + "'");
+remat::plan make_plan(const remat::graph& g, remat::method method, std::size_t k) {
+  remat::solve_options o;
+  o.method = method;
+  o.every_k = k;
+  remat::solution s = remat::solve(g, o);
+  if (s.best.steps.empty()) throw remat::error(std::string(remat::to_string(method)) + " found no plan: " + s.message);
+  return std::move(s.best);
 }
 
 struct run_result {
@@ -78,11 +76,17 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "batch size")->capture_default_str();
   app.add_option("--image", image, "image height and width")->capture_default_str();
   app.add_option("--steps", steps, "training steps")->capture_default_str();
-  app.add_option("--plan", method, "none, every-k, sqrt, dp-prefix or dp-principal")->capture_default_str();
+  app.add_option("--plan", method, "any method of remat plan --method (exact, dp, chain, approx, sqrt, every-k, none)")
+      ->capture_default_str();
   app.add_option("--k", k, "k for every-k")->capture_default_str();
   app.add_option("--lr", learning_rate, "SGD learning rate")->capture_default_str();
   app.add_option("--seed", seed, "parameter and data seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const std::optional<remat::method> plan_method = remat::parse_method(method);
+  if (!plan_method) {
+    std::fprintf(stderr, "cpu_train: unknown plan method '%s'\n", method.c_str());
+    return 2;
+  }
   try {
     remat::zoo::build_options o;
     o.batch = batch;
@@ -91,7 +95,7 @@ int main(int argc, char** argv) {
     fmt::print("{}: {} nodes, batch {}, {}×{} images, {} parameter bytes\n", model, g.size(), batch, image, image,
                g.param_bytes());
     const run_result plain = train(g, remat::plan_none(g), steps, learning_rate, seed);
-    const run_result planned = train(g, make_plan(g, method, k), steps, learning_rate, seed);
+    const run_result planned = train(g, make_plan(g, *plan_method, k), steps, learning_rate, seed);
     bool same = plain.losses == planned.losses;
     for (std::size_t v = 0; v < plain.parameters.size() && same; ++v)
       same = plain.parameters[v].size() == planned.parameters[v].size() &&

@@ -1,17 +1,20 @@
 // remat info FILE: what a graph is and what regular training needs.
 
+#include <remat/io/dot.hpp>
+
 #include "cli.hpp"
 
 namespace remat::cli {
 
 void add_info_command(CLI::App& app) {
   struct options {
-    std::string file;
+    std::string file, dot;
     bool json = false;
   };
   auto opt = std::make_shared<options>();
   auto* cmd = app.add_subcommand("info", "Nodes, edges, bytes, the regular-training peak and the per-op floor");
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
+  cmd->add_option("--dot", opt->dot, "write the graph as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
     const graph g = io::load_graph(opt->file);
@@ -37,6 +40,10 @@ void add_info_command(CLI::App& app) {
             floor.bytes);
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});
+    if (!opt->dot.empty()) {
+      write_file(opt->dot, io::write_dot(g));
+      out.row("dot written", opt->dot, opt->dot);
+    }
     out.print(opt->json);
   });
 }

@@ -34,11 +34,12 @@ def check(name, condition, detail=""):
         print(f"FAIL  {name}\n      {detail}")
 
 
-def expect_error(name, args, fragment):
+def expect_error(name, args, fragment, place=""):
+    """One stderr line, starting 'remat: error: ', holding `fragment` and, when given, the place (file:line: or node)."""
     r = run(*args)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
-    check(name, r.returncode != 0 and len(lines) == 1 and fragment in lines[0] and lines[0].startswith("remat: error: "),
-          f"exit {r.returncode}, stderr {r.stderr!r}")
+    check(name, r.returncode != 0 and len(lines) == 1 and fragment in lines[0] and place in lines[0] and
+          lines[0].startswith("remat: error: "), f"exit {r.returncode}, stderr {r.stderr!r}")
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -50,7 +51,7 @@ with tempfile.TemporaryDirectory() as tmp:
         return str(p)
 
     # --help on every command
-    for cmd in ([], ["info"], ["plan"], ["simulate"], ["zoo"], ["zoo", "list"], ["zoo", "export"], ["gen"],
+    for cmd in ([], ["info"], ["plan"], ["simulate"], ["pareto"], ["zoo"], ["zoo", "list"], ["zoo", "export"], ["gen"],
                 ["gen", "chain"], ["gen", "random"], ["gen", "nas"], ["gen", "transformer"]):
         r = run(*cmd, "--help")
         check(f"--help {' '.join(cmd)}", r.returncode == 0 and "Usage" in r.stdout, r.stdout + r.stderr)
@@ -92,9 +93,15 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("simulate", GRAPH, kept_plan)
     check("simulate a plan given as kept tensors", r.returncode == 0 and "peak" in r.stdout, r.stdout + r.stderr)
 
+    graph_dot = str(tmp / "graph.dot")
+    r = run("info", GRAPH, "--dot", graph_dot)
+    check("info writes the graph as DOT", r.returncode == 0 and Path(graph_dot).read_text().startswith("digraph"),
+          r.stdout + r.stderr)
     if shutil.which("dot"):
-        r = subprocess.run(["dot", "-Tsvg", dot_file, "-o", str(tmp / "plan.svg")], capture_output=True, text=True)
-        check("dot -Tsvg draws the plan", r.returncode == 0 and (tmp / "plan.svg").stat().st_size > 1000, r.stderr)
+        for what, source in (("graph", graph_dot), ("plan", dot_file)):
+            svg = tmp / f"{what}.svg"
+            r = subprocess.run(["dot", "-Tsvg", source, "-o", str(svg)], capture_output=True, text=True)
+            check(f"dot -Tsvg draws the {what}", r.returncode == 0 and svg.stat().st_size > 1000, r.stderr)
 
     # optimal plans, objectives, budgets, the frontier
     resnet = str(ROOT / "examples/graphs/resnet50.json")
@@ -138,20 +145,41 @@ with tempfile.TemporaryDirectory() as tmp:
     # Bad input: one clear line, non-zero exit
     good = json.loads(Path(GRAPH).read_text())
     expect_error("missing file", ["info", str(tmp / "nope.json")], "cannot open")
-    expect_error("empty file", ["info", file("empty.json", "")], "empty file")
-    expect_error("truncated JSON", ["info", file("trunc.json", Path(GRAPH).read_text()[:300])], "truncated JSON")
+    # The seven malformed inputs: each names the file and line, and the node where there is one.
+    expect_error("empty file", ["info", file("empty.json", "")], "empty file", "empty.json:1:")
+    expect_error("truncated JSON", ["info", file("trunc.json", Path(GRAPH).read_text()[:300])], "truncated JSON",
+                 "trunc.json:1:")
     bad = json.loads(json.dumps(good)); bad["nodes"][1]["bytes"] = "big"
-    expect_error("wrong type", ["info", file("type.json", json.dumps(bad, indent=1))], "bytes must be an integer")
+    expect_error("wrong type", ["info", file("type.json", json.dumps(bad, indent=1))],
+                 "node 'conv1': bytes must be an integer", "type.json:26:")
     bad = json.loads(json.dumps(good)); bad["nodes"][1]["bytes"] = -1
-    expect_error("negative bytes", ["info", file("neg.json", json.dumps(bad, indent=1))], "non-negative")
+    expect_error("negative bytes", ["info", file("neg.json", json.dumps(bad, indent=1))],
+                 "node 'conv1': bytes must be a non-negative integer, got -1", "neg.json:26:")
     bad = json.loads(json.dumps(good)); bad["nodes"][2]["inputs"] = ["conv9"]
-    expect_error("unknown input", ["info", file("unk.json", json.dumps(bad, indent=1))], "input 'conv9' does not name a node")
+    expect_error("unknown input", ["info", file("unk.json", json.dumps(bad, indent=1))],
+                 "node 'relu1': input 'conv9' does not name a node", "unk.json:44:")
     bad = json.loads(json.dumps(good)); bad["nodes"][1]["inputs"] = ["x", "relu1"]
-    expect_error("cycle", ["info", file("cycle.json", json.dumps(bad, indent=1))], "cycle")
+    expect_error("cycle", ["info", file("cycle.json", json.dumps(bad, indent=1))],
+                 "the graph has a cycle: 'relu1' -> 'conv1' -> 'relu1'", "cycle.json:41:")
     bad = json.loads(json.dumps(good))
     for n in bad["nodes"][1:3]:
         n["bytes"] = 2**63 - 1
-    expect_error("sizes overflow", ["info", file("ovf.json", json.dumps(bad, indent=1))], "overflow 64 bits")
+    expect_error("sizes overflow", ["info", file("ovf.json", json.dumps(bad, indent=1))],
+                 "node 'conv1': sizes overflow 64 bits", "ovf.json:20:")
+    # The same in Kusumoto IR: located by line, or by node once the graph is assembled.
+    expect_error("IR: truncated", ["info", file("t.txt", "2 2\n0 10 _\n")], "truncated file", "t.txt:3:")
+    expect_error("IR: wrong type", ["info", file("w.txt", "2 2\n0 10 _\n1 abc _\n")], "got 'abc'", "w.txt:3:")
+    expect_error("IR: negative bytes", ["info", file("n.txt", "2 2\n0 10 _\n1 -5 _\n")], "must not be negative",
+                 "n.txt:3:")
+    expect_error("IR: unknown variable", ["info", file("u.txt", "2 2\n0 10 _\n1 5 _\nforward\n1 1\n0 _\n7\nReLU\n{}\n")],
+                 "output variable 7 is not a variable", "u.txt:7:")
+    cyclic_ir = ("3 4\n0 10 _\n1 10 _\n2 10 _\nforward\n2 1\n0 _\n2 _\n1\nReLU\n{}\nforward\n1 1\n1 _\n2\nReLU\n{}\n"
+                 "backward\n1 1\n1 gradient\n0\nReLU\n{}\nbackward\n1 1\n2 gradient\n1\nReLU\n{}\n")
+    expect_error("IR: cycle", ["info", file("c.txt", cyclic_ir)], "the graph has a cycle: 'v2' -> 'v1' -> 'v2'", "c.txt:")
+    big = 2**63 - 1
+    overflowing_ir = (f"3 2\n0 {big} _\n1 {big} _\n2 5 _\nforward\n2 1\n0 _\n1 _\n2\nAdd\n{{}}\n"
+                      "backward\n1 2\n2 gradient\n0\n1\nAdd\n{}\n")
+    expect_error("IR: sizes overflow", ["info", file("o.txt", overflowing_ir)], "node 'v2': sizes overflow 64 bits", "o.txt:")
     expect_error("not a graph", ["info", file("text.txt", "hello\n")], "not a graph file")
     expect_error("bad plan", ["simulate", GRAPH, file("p.json", '{"kept": ["nothing"]}')], "'nothing' is not a node")
     expect_error("invalid schedule", ["simulate", GRAPH, file("s.json", '{"steps": [["compute", "relu1"]]}')],

@@ -85,6 +85,24 @@ TEST_CASE("chain, nothing kept: a and b are recomputed for c's backward; same pe
   CHECK(sim.overhead() == doctest::Approx(3.0 / 18.0));
 }
 
+TEST_CASE("chain, only a kept: b is rebuilt from a for c's backward and freed right after it") {
+  const graph g = chain();
+  const plan p = plan::from_kept(g, keep(g, {"a"}), "kept");
+  CHECK(p.steps == steps(g, {{C, "a"}, {C, "b"}, {C, "c"}, {F, "b"}, {F, "c"}, {RC, "b"}, {B, "c"}, {F, "b"},
+                             {B, "b"}, {F, "a"}, {B, "a"}}));
+  const simulation sim = simulate(g, p.steps, {.record_timeline = true});
+  // forward 120, 320, 370; free b 170, free c 120; rebuild b 320; backward c: seed 50 + grad b 200 = 570;
+  // free b 320 (a, grad b); backward b: grad a 100 = 420; free a 120; backward a: +10 param grad = 130.
+  CHECK(totals(sim) == std::vector<std::uint64_t>{120, 320, 370, 170, 120, 320, 570, 320, 420, 120, 130});
+  CHECK(sim.peak_bytes == 570);
+  CHECK(sim.peak_step == 6);
+  CHECK(sim.at_peak.activations == 100);
+  CHECK(sim.at_peak.recomputed == 200);
+  CHECK(sim.at_peak.gradients == 250);
+  CHECK(sim.recompute_time == 2);
+  CHECK(sim.recompute_steps == 1);
+}
+
 TEST_CASE("chain, per-op floor equals the regular peak's backward of c") {
   const graph g = chain();
   // backward c: R 20 + grad c 50 + value b 200 + grad b 200 = 470.
@@ -126,6 +144,29 @@ TEST_CASE("diamond, one stage holding everything: recomputes a, b, c, d; c dies 
   CHECK(sim.recompute_time == 4);
 }
 
+TEST_CASE("diamond, only d kept: a and b are rebuilt late, and the peak falls from 990 to 790") {
+  const graph g = diamond();
+  const plan p = plan::from_kept(g, keep(g, {"d"}), "kept");
+  // a is rebuilt for c's backward and, still alive, feeds b's rebuild; it is freed right after that.
+  CHECK(p.steps == steps(g, {{C, "a"}, {C, "b"}, {C, "c"}, {F, "a"}, {C, "d"}, {F, "b"}, {F, "c"},
+                             {C, "e"}, {F, "e"}, {B, "e"}, {F, "d"}, {B, "d"},
+                             {RC, "a"}, {B, "c"}, {RC, "b"}, {F, "a"}, {B, "b"}, {F, "b"}, {B, "a"}}));
+  const simulation sim = simulate(g, p.steps, {.record_timeline = true});
+  // forward: a 158, b 358, c 658, free a 558, d 598, free b 398, free c 98, e 106, free e 98;
+  // backward e: +8 seed +40 grad d = 146; free d 98; backward d: +200 grad b +300 grad c = 598;
+  // rebuild a 658; backward c: +100 grad a +32 param grad = 790 (peak); grad c dies: 490;
+  // rebuild b 690; free a 590; backward b 590 (grad b dies after: 390); free b 190; backward a: +16 = 206.
+  CHECK(totals(sim) == std::vector<std::uint64_t>{158, 358, 658, 558, 598, 398, 98, 106, 98, 146, 98, 598,
+                                                  658, 790, 690, 590, 590, 190, 206});
+  CHECK(sim.peak_bytes == 790);
+  CHECK(sim.peak_step == 13);
+  CHECK(sim.at_peak.recomputed == 100);
+  CHECK(sim.at_peak.gradients == 600);
+  CHECK(sim.at_peak.parameter_gradients == 32);
+  CHECK(sim.recompute_time == 2);
+  CHECK(sim.recompute_steps == 2);
+}
+
 TEST_CASE("diamond, per-op floor: the forward of d (b, c and d alive)") {
   const graph g = diamond();
   const op_floor floor = per_op_floor(g);
@@ -156,14 +197,23 @@ TEST_CASE("residual block under three plans") {
   }
   SUBCASE("keep only the loss input d: nothing is rebuilt before the loss backward") {
     const plan p = plan::from_kept(g, keep(g, {"d"}), "kept");
-    const simulation sim = simulate(g, p.steps);
+    CHECK(p.steps == steps(g, {{C, "a"}, {C, "b"}, {F, "a"}, {C, "c"}, {C, "d"}, {F, "b"}, {F, "c"}, {C, "e"},
+                               {F, "e"}, {B, "e"}, {F, "d"}, {B, "d"}, {RC, "a"}, {RC, "b"}, {F, "a"}, {B, "c"},
+                               {B, "b"}, {F, "b"}, {B, "a"}}));
+    const simulation sim = simulate(g, p.steps, {.record_timeline = true});
     // b is rebuilt (from a) for c's backward, c is not needed: a, b recomputed.
+    // forward 118, 218, 118, 218, 318, 218, 118, 126, 118; backward e: +8 seed +100 grad d = 226;
+    // free d 118; backward d: grads of c and b = 318; rebuild a 318, b 418 (peak), free a 318;
+    // backward c: +4 param grad = 322 (grad c dies: 222); backward b: +100 grad a = 322; free b 122; backward a 126.
+    CHECK(totals(sim) == std::vector<std::uint64_t>{118, 218, 118, 218, 318, 218, 118, 126, 118, 226, 118, 318,
+                                                    318, 418, 318, 322, 322, 122, 126});
     CHECK(sim.recompute_steps == 2);
     CHECK(sim.peak_bytes == 418);
+    CHECK(sim.peak_step == 13);
   }
 }
 
-TEST_CASE("concat block: regular training and a two-stage plan") {
+TEST_CASE("concat block under three plans") {
   const graph g = concat_block();  // R = 10 + 4 + 2 = 16
   SUBCASE("regular") {
     const plan p = plan_none(g);
@@ -184,6 +234,24 @@ TEST_CASE("concat block: regular training and a two-stage plan") {
     CHECK(totals(sim) == std::vector<std::uint64_t>{116, 216, 116, 166, 316, 266, 274, 124, 116, 166,
                                                     316, 266, 424, 266, 416, 268, 318, 118, 122});
     CHECK(sim.peak_bytes == 424);
+    CHECK(sim.recompute_time == 2);
+  }
+  SUBCASE("only k kept: a and b are rebuilt for c's backward; the peak falls from 424 to 366") {
+    const plan p = plan::from_kept(g, keep(g, {"k"}), "kept");
+    CHECK(p.steps == steps(g, {{C, "a"}, {C, "b"}, {F, "a"}, {C, "c"}, {C, "k"}, {F, "b"}, {F, "c"}, {C, "e"},
+                               {F, "e"}, {B, "e"}, {F, "k"}, {B, "k"}, {RC, "a"}, {RC, "b"}, {F, "a"}, {B, "c"},
+                               {B, "b"}, {F, "b"}, {B, "a"}}));
+    const simulation sim = simulate(g, p.steps, {.record_timeline = true});
+    // forward 116, 216, 116, 166, 316, 216, 166, 174, 166; backward e: +8 seed +150 grad k = 324;
+    // free k 166; backward k: grads of b and c = 316; rebuild a 266, b 366 (peak), free a 266;
+    // backward c: +2 param grad = 268 (grad c dies: 218); backward b: +100 grad a = 318; free b 118;
+    // backward a: +4 = 122.
+    CHECK(totals(sim) == std::vector<std::uint64_t>{116, 216, 116, 166, 316, 216, 166, 174, 166, 324, 166, 316,
+                                                    266, 366, 266, 268, 318, 118, 122});
+    CHECK(sim.peak_bytes == 366);
+    CHECK(sim.peak_step == 13);
+    CHECK(sim.at_peak.recomputed == 200);
+    CHECK(sim.at_peak.gradients == 150);
     CHECK(sim.recompute_time == 2);
   }
   SUBCASE("per-op floor: the loss backward") {

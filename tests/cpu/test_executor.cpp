@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -157,6 +158,17 @@ TEST_CASE("every plan method gives the no-checkpoint step bit for bit and the si
                             << (reordered.empty() ? std::string(" none") : reordered));
       }
     }
+  }
+}
+
+TEST_CASE("the runtime runs every method remat::solve offers, found from the enum itself") {
+  const std::vector<method> methods = test::solve_methods();
+  for (const char* name : {"exact", "dp", "chain", "approx", "sqrt", "every-k", "none"})
+    CHECK_MESSAGE(std::ranges::any_of(methods, [&](method m) { return to_string(m) == name; }), name);
+  for (method m : methods) {
+    CAPTURE(to_string(m));
+    CHECK(parse_method(to_string(m)) == m);
+    CHECK(std::ranges::any_of(test::plan_methods(), [&](const test::plan_method& p) { return p.name == to_string(m); }));
   }
 }
 

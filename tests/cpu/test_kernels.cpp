@@ -413,10 +413,17 @@ TEST_CASE("max and average pooling, torch's windows and divisors") {
   vec y(static_cast<std::size_t>(g.n * g.c * g.oh * g.ow)), dx(x.size());
   max_pool_forward<double>(g, x.data(), y.data());
   record("max_pool forward f64", relative_error(y, pool_reference(g, x, true)), f64_limit);
+  const auto xf = to_float(x);
+  std::vector<float> yf(y.size()), dxf(x.size());
+  max_pool_forward<float>(g, xf.data(), yf.data());
+  record("max_pool forward f32", relative_error(yf, pool_reference(g, x, true)), f32_limit);
   const vec r = random_vec(y.size(), 44);
   max_pool_backward<double>(g, x.data(), r.data(), dx.data());
   record("max_pool backward vs numeric",
          relative_error(dx, numeric_gradient(&x, r, [&] { return pool_reference(g, x, true); })), numeric_limit);
+  const auto rf = to_float(r);
+  max_pool_backward<float>(g, xf.data(), rf.data(), dxf.data());
+  record("max_pool backward f32 vs f64", relative_error(dxf, dx), f32_limit);
   print_worst("kernels");
 }
 
@@ -452,6 +459,10 @@ TEST_CASE("adaptive average pooling") {
     const vec r = random_vec(ys, 52);
     adaptive_avg_pool_backward<double>(g, r.data(), dx.data());
     record("adaptive_avg_pool backward vs numeric", relative_error(dx, numeric_gradient(&x, r, reference)), numeric_limit);
+    std::vector<float> dxf(xs);
+    const auto rf = to_float(r);
+    adaptive_avg_pool_backward<float>(g, rf.data(), dxf.data());
+    record("adaptive_avg_pool backward f32 vs f64", relative_error(dxf, dx), f32_limit);
   }
   print_worst("kernels");
 }
@@ -462,6 +473,11 @@ TEST_CASE("add, concat, slice") {
   const double* ops[] = {a.data(), b.data(), c.data()};
   add_forward<double>(60, ops, y.data());
   for (std::size_t i = 0; i < 60; ++i) CHECK(y[i] == (a[i] + b[i]) + c[i]);
+  const auto af = to_float(a), bf = to_float(b), cf = to_float(c);
+  std::vector<float> yf(60);
+  const float* ops_f[] = {af.data(), bf.data(), cf.data()};
+  add_forward<float>(60, ops_f, yf.data());
+  record("add forward f32", relative_error(yf, y), f32_limit);
 
   // concat of [2, 1, 3], [2, 2, 3], [2, 3, 3] along axis 1
   const std::vector<int64_t> channels{1, 2, 3};
@@ -479,6 +495,14 @@ TEST_CASE("add, concat, slice") {
   concat_backward<double>(2, 3, channels, out.data(), grads);
   CHECK(dp == p);
   CHECK(ds == s);
+  const auto pf = to_float(p), qf = to_float(q), sf = to_float(s);
+  std::vector<float> outf(36), dpf(6), dsf(18);
+  const float* parts_f[] = {pf.data(), qf.data(), sf.data()};
+  concat_forward<float>(2, 3, channels, parts_f, outf.data());
+  record("concat forward f32", relative_error(outf, out), f32_limit);
+  float* grads_f[] = {dpf.data(), nullptr, dsf.data()};
+  concat_backward<float>(2, 3, channels, outf.data(), grads_f);
+  record("concat backward f32", std::max(relative_error(dpf, p), relative_error(dsf, s)), f32_limit);
 
   // A rank-4 slice, every dimension cut (FactorizedReduce's x[:, :, 1:, 1:] and more).
   const std::vector<int64_t> dims{2, 3, 5, 4}, begin{1, 0, 1, 1}, end{2, 2, 5, 3};
@@ -498,6 +522,13 @@ TEST_CASE("add, concat, slice") {
   vec dx(120);
   slice_backward<double>(dims, begin, end, r.data(), dx.data());
   CHECK(relative_error(dx, numeric_gradient(&x, r, reference)) <= numeric_limit);
+  const auto xf = to_float(x), rf = to_float(r);
+  std::vector<float> slicedf(16), dxf(120);
+  slice_forward<float>(dims, begin, end, xf.data(), slicedf.data());
+  record("slice forward f32", relative_error(slicedf, reference()), f32_limit);
+  slice_backward<float>(dims, begin, end, rf.data(), dxf.data());
+  record("slice backward f32 vs f64", relative_error(dxf, dx), f32_limit);
+  print_worst("kernels");
 }
 
 TEST_CASE("dropout: keyed masks, inverted scaling, the backward regenerates the mask") {
@@ -521,9 +552,20 @@ TEST_CASE("dropout: keyed masks, inverted scaling, the backward regenerates the 
   const vec ones(n, 1.0);
   dropout_backward<double>(n, 0.3, key, ones.data(), dx.data());
   for (std::size_t i = 0; i < n; ++i) CHECK((dx[i] != 0) == (y[i] != 0));
+  // float draws the same mask from the same key.
+  const auto xf = to_float(x), onesf = to_float(ones);
+  std::vector<float> yf(n), dxf(n);
+  dropout_forward<float>(n, 0.3, key, xf.data(), yf.data());
+  dropout_backward<float>(n, 0.3, key, onesf.data(), dxf.data());
+  std::size_t same_mask = 0;
+  for (std::size_t i = 0; i < n; ++i) same_mask += (yf[i] != 0) == (y[i] != 0) && (dxf[i] != 0) == (dx[i] != 0);
+  CHECK(same_mask == n);
+  record("dropout forward f32", relative_error(yf, y), f32_limit);
+  record("dropout backward f32 vs f64", relative_error(dxf, dx), f32_limit);
   // The key is the whole state: element 123's draw is a pure function.
   CHECK(random_bits(3, 5, 17, 123) == random_bits(3, 5, 17, 123));
   CHECK(random_bits(3, 5, 17, 123) != random_bits(3, 5, 18, 123));
+  print_worst("kernels");
 }
 
 TEST_CASE("softmax cross-entropy and mse loss") {
@@ -547,6 +589,9 @@ TEST_CASE("softmax cross-entropy and mse loss") {
   softmax_cross_entropy_backward<double>(n, classes, logits.data(), labels.data(), 0.4, d.data());
   record("softmax_cross_entropy backward vs numeric", relative_error(d, numeric_gradient(&logits, {0.4}, reference)),
          numeric_limit);
+  std::vector<float> df(logits.size());
+  softmax_cross_entropy_backward<float>(n, classes, lf.data(), labels.data(), 0.4, df.data());
+  record("softmax_cross_entropy backward f32 vs f64", relative_error(df, d), f32_limit);
 
   vec a = random_vec(30, 82), b = random_vec(30, 83);
   auto mse = [&] {
@@ -560,6 +605,11 @@ TEST_CASE("softmax cross-entropy and mse loss") {
   record("mse_loss backward vs numeric",
          std::max(relative_error(da, numeric_gradient(&a, {1.5}, mse)), relative_error(db, numeric_gradient(&b, {1.5}, mse))),
          numeric_limit);
+  const auto af = to_float(a), bf = to_float(b);
+  record("mse_loss forward f32", relative_error(vec{mse_loss_forward<float>(30, af.data(), bf.data())}, mse()), f32_limit);
+  std::vector<float> daf(30), dbf(30);
+  mse_loss_backward<float>(30, af.data(), bf.data(), 1.5f, daf.data(), dbf.data());
+  record("mse_loss backward f32 vs f64", std::max(relative_error(daf, da), relative_error(dbf, db)), f32_limit);
   print_worst("kernels");
 }
 

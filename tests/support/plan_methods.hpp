@@ -1,7 +1,8 @@
 #pragma once
 
 // Every way the project can make a plan, by name: what runtime tests run each
-// network with. Adding a method is one line in plan_methods().
+// network with. Every method remat::solve offers joins by itself (see
+// solve_methods()); other plan shapes are one line each in plan_methods().
 
 #include <algorithm>
 #include <chrono>
@@ -9,13 +10,14 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <remat/baselines.hpp>
-#include <remat/dp.hpp>
 #include <remat/graph.hpp>
 #include <remat/node_set.hpp>
 #include <remat/schedule.hpp>
+#include <remat/solve.hpp>
 
 namespace remat::test {
 
@@ -68,27 +70,39 @@ inline plan random_stage_plan(const graph& g, std::uint64_t seed, bool keep_grad
   return plan::from_stages(g, std::move(stage_of), keep_gradient_order ? "random-stages" : "random-stages-unordered");
 }
 
-// The DP's plan, or an empty plan when it found none within 3 s (the exact
-// family on wide graphs).
-inline plan dp_plan(const graph& g, dp_family family) {
-  dp_options o;
-  o.time_limit = std::chrono::milliseconds(3000);
-  return solve_dp(g, family, o).result.best;
+// Every enumerator of remat::method, in declaration order. to_string names
+// each one and answers "?" past the last, so a method added to the enum (and
+// named there) is found here without a change to this file.
+inline std::vector<method> solve_methods() {
+  std::vector<method> all;
+  for (std::underlying_type_t<method> i = 0; to_string(static_cast<method>(i)) != "?"; ++i)
+    all.push_back(static_cast<method>(i));
+  return all;
 }
 
+// remat::solve's plan by `m` with default options but a 3 s limit, or an empty
+// plan when it found none in that time (the exact programme on wide graphs).
+inline plan solve_plan(const graph& g, method m) {
+  solve_options o;
+  o.method = m;
+  o.time_limit = std::chrono::milliseconds(3000);
+  return solve(g, o).best;
+}
+
+// Every method of remat::solve under its own name, then plan shapes solve does
+// not make: other k for every-k, kept-set plans, random stage chains.
 inline const std::vector<plan_method>& plan_methods() {
-  static const std::vector<plan_method> all{
-      {"none", [](const graph& g) { return plan_none(g); }},
-      {"every-2", [](const graph& g) { return plan_every_k(g, 2); }},
-      {"every-5", [](const graph& g) { return plan_every_k(g, 5); }},
-      {"sqrt", [](const graph& g) { return plan_sqrt(g); }},
-      {"kept-nothing", [](const graph& g) { return plan::from_kept(g, node_set(g.size()), "kept-nothing"); }},
-      {"kept-random", [](const graph& g) { return random_kept_plan(g, 7, 0.3); }},
-      {"stages-random", [](const graph& g) { return random_stage_plan(g, 11); }},
-      {"dp-exact", [](const graph& g) { return dp_plan(g, dp_family::exact); }},
-      {"dp-prefix", [](const graph& g) { return dp_plan(g, dp_family::prefix); }},
-      {"dp-principal", [](const graph& g) { return dp_plan(g, dp_family::principal); }},
-  };
+  static const std::vector<plan_method> all = [] {
+    std::vector<plan_method> methods;
+    for (method m : solve_methods())
+      methods.push_back({std::string(to_string(m)), [m](const graph& g) { return solve_plan(g, m); }});
+    methods.push_back({"every-2", [](const graph& g) { return plan_every_k(g, 2); }});
+    methods.push_back({"every-5", [](const graph& g) { return plan_every_k(g, 5); }});
+    methods.push_back({"kept-nothing", [](const graph& g) { return plan::from_kept(g, node_set(g.size()), "kept-nothing"); }});
+    methods.push_back({"kept-random", [](const graph& g) { return random_kept_plan(g, 7, 0.3); }});
+    methods.push_back({"stages-random", [](const graph& g) { return random_stage_plan(g, 11); }});
+    return methods;
+  }();
   return all;
 }
 

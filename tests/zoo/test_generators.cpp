@@ -1,7 +1,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -88,15 +87,12 @@ TEST_CASE("random layered DAGs are deterministic and layered") {
   CHECK_THROWS_AS(zoo::random_dag(o), remat::error);
 }
 
-TEST_CASE("a NAS stack of ~1900 DARTS cells has 10^5 nodes and builds in seconds") {
+TEST_CASE("a NAS stack of ~1900 DARTS cells has 10^5 nodes") {
+  // Its build time is measured in bench/bench_core.cpp (BM_nas_stack).
   zoo::nas_stack_options o;
   o.network.cells = 1900;
-  const auto start = std::chrono::steady_clock::now();
   const remat::graph g = zoo::nas_stack(o);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  MESSAGE(g.size() << " nodes in " << seconds << " s");
-  CHECK(g.size() >= 100000);
-  CHECK(seconds < 20);
+  CHECK(g.size() == 104436);
   CHECK(g.name() == "nas-darts-1900");
 
   // The file a user writes must describe the very graph that was generated.

@@ -90,18 +90,22 @@ TEST_CASE("NAS networks land on their papers' parameter counts to 0.1M") {
   CHECK(parameter_elements(zoo::build("darts-cifar10"), "auxiliary_head.") == 3349342);
 }
 
-TEST_CASE("ResNet-50 stage outputs at 224x224") {
-  const remat::graph g = zoo::build("resnet50", sized(2));
-  CHECK(shape_of(g, "maxpool") == std::vector<std::int64_t>{2, 64, 56, 56});
-  CHECK(shape_of(g, "layer1.2.relu_out") == std::vector<std::int64_t>{2, 256, 56, 56});
-  CHECK(shape_of(g, "layer2.3.relu_out") == std::vector<std::int64_t>{2, 512, 28, 28});
-  CHECK(shape_of(g, "layer3.5.relu_out") == std::vector<std::int64_t>{2, 1024, 14, 14});
-  CHECK(shape_of(g, "layer4.2.relu_out") == std::vector<std::int64_t>{2, 2048, 7, 7});
-  CHECK(shape_of(g, "fc") == std::vector<std::int64_t>{2, 1000});
-  CHECK(shape_of(g, "loss") == std::vector<std::int64_t>{1});
+TEST_CASE("ResNet-50 at the seed's 64x3x224x224: every stage's output") {
+  const remat::graph g = zoo::build("resnet50");  // the OGC table's input size
+  // conv1 7x7/2 p3: (224+6-7)/2+1 = 112; maxpool 3/2 p1: (112+2-3)/2+1 = 56; layer2-4 halve it: 28, 14, 7.
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages{
+      {"input", {64, 3, 224, 224}},        {"conv1", {64, 64, 112, 112}},         {"relu", {64, 64, 112, 112}},
+      {"maxpool", {64, 64, 56, 56}},       {"layer1.2.relu_out", {64, 256, 56, 56}}, {"layer2.3.relu_out", {64, 512, 28, 28}},
+      {"layer3.5.relu_out", {64, 1024, 14, 14}}, {"layer4.2.relu_out", {64, 2048, 7, 7}}, {"avgpool", {64, 2048, 1, 1}},
+      {"flatten", {64, 2048}},             {"fc", {64, 1000}},                    {"loss", {1}},
+  };
+  for (const auto& [stage, expected] : stages) {
+    CAPTURE(stage);
+    CHECK(shape_of(g, stage) == expected);
+  }
 }
 
-TEST_CASE("Inception v3 at 300x300: every Mixed block's output") {
+TEST_CASE("Inception v3 at the seed's 32x3x300x300: every stage's output") {
   const remat::graph g = zoo::build("inception-v3");
   // out = floor((in + 2p - k) / s) + 1:
   //   Conv2d_1a 3x3/2: (300-3)/2+1 = 149; Conv2d_2a 3x3: 147; Conv2d_2b 3x3 p1: 147;
@@ -109,16 +113,22 @@ TEST_CASE("Inception v3 at 300x300: every Mixed block's output") {
   //   Mixed_5* keep 35; Mixed_6a 3x3/2: (35-3)/2+1 = 17; Mixed_6* keep 17; Mixed_7a 3x3/2: (17-3)/2+1 = 8.
   // Channels: 5b 64+64+96+32 = 256; 5c, 5d 64+64+96+64 = 288; 6a 384+96+288 = 768;
   //   6b-6e 4 x 192 = 768; 7a 320+192+768 = 1280; 7b, 7c 320+768+768+192 = 2048.
-  CHECK(shape_of(g, "maxpool2") == std::vector<std::int64_t>{32, 192, 35, 35});
-  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> mixed{
-      {"Mixed_5b", {32, 256, 35, 35}},  {"Mixed_5c", {32, 288, 35, 35}},  {"Mixed_5d", {32, 288, 35, 35}},
-      {"Mixed_6a", {32, 768, 17, 17}},  {"Mixed_6b", {32, 768, 17, 17}},  {"Mixed_6c", {32, 768, 17, 17}},
-      {"Mixed_6d", {32, 768, 17, 17}},  {"Mixed_6e", {32, 768, 17, 17}},  {"Mixed_7a", {32, 1280, 8, 8}},
-      {"Mixed_7b", {32, 2048, 8, 8}},   {"Mixed_7c", {32, 2048, 8, 8}},
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages{
+      {"input", {32, 3, 300, 300}},           {"Conv2d_1a_3x3.relu", {32, 32, 149, 149}},
+      {"Conv2d_2a_3x3.relu", {32, 32, 147, 147}}, {"Conv2d_2b_3x3.relu", {32, 64, 147, 147}},
+      {"maxpool1", {32, 64, 73, 73}},         {"Conv2d_3b_1x1.relu", {32, 80, 73, 73}},
+      {"Conv2d_4a_3x3.relu", {32, 192, 71, 71}}, {"maxpool2", {32, 192, 35, 35}},
+      {"Mixed_5b.concat", {32, 256, 35, 35}}, {"Mixed_5c.concat", {32, 288, 35, 35}},
+      {"Mixed_5d.concat", {32, 288, 35, 35}}, {"Mixed_6a.concat", {32, 768, 17, 17}},
+      {"Mixed_6b.concat", {32, 768, 17, 17}}, {"Mixed_6c.concat", {32, 768, 17, 17}},
+      {"Mixed_6d.concat", {32, 768, 17, 17}}, {"Mixed_6e.concat", {32, 768, 17, 17}},
+      {"Mixed_7a.concat", {32, 1280, 8, 8}},  {"Mixed_7b.concat", {32, 2048, 8, 8}},
+      {"Mixed_7c.concat", {32, 2048, 8, 8}},  {"avgpool", {32, 2048, 1, 1}},
+      {"flatten", {32, 2048}},                {"fc", {32, 1000}},
   };
-  for (const auto& [block, expected] : mixed) {
-    CAPTURE(block);
-    CHECK(shape_of(g, block + ".concat") == expected);
+  for (const auto& [stage, expected] : stages) {
+    CAPTURE(stage);
+    CHECK(shape_of(g, stage) == expected);
   }
   // The auxiliary classifier: avg_pool 5/3 on 17x17 gives (17-5)/3+1 = 5, conv1 5x5 gives 1x1.
   CHECK(shape_of(g, "AuxLogits.conv1.relu") == std::vector<std::int64_t>{32, 768, 1, 1});
