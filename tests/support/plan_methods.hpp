@@ -70,16 +70,6 @@ inline plan random_stage_plan(const graph& g, std::uint64_t seed, bool keep_grad
   return plan::from_stages(g, std::move(stage_of), keep_gradient_order ? "random-stages" : "random-stages-unordered");
 }
 
-// Every enumerator of remat::method, in declaration order. to_string names
-// each one and answers "?" past the last, so a method added to the enum (and
-// named there) is found here without a change to this file.
-inline std::vector<method> solve_methods() {
-  std::vector<method> all;
-  for (std::underlying_type_t<method> i = 0; to_string(static_cast<method>(i)) != "?"; ++i)
-    all.push_back(static_cast<method>(i));
-  return all;
-}
-
 // remat::solve's plan by `m` with default options but a 3 s limit, or an empty
 // plan when it found none in that time (the exact programme on wide graphs).
 inline plan solve_plan(const graph& g, method m) {
@@ -94,7 +84,7 @@ inline plan solve_plan(const graph& g, method m) {
 inline const std::vector<plan_method>& plan_methods() {
   static const std::vector<plan_method> all = [] {
     std::vector<plan_method> methods;
-    for (method m : solve_methods())
+    for (method m : all_methods)
       methods.push_back({std::string(to_string(m)), [m](const graph& g) { return solve_plan(g, m); }});
     methods.push_back({"every-2", [](const graph& g) { return plan_every_k(g, 2); }});
     methods.push_back({"every-5", [](const graph& g) { return plan_every_k(g, 5); }});
