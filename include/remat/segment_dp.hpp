@@ -48,7 +48,7 @@ struct segment_dp_options {
   std::uint64_t max_labels = 20'000'000;
   /// Each sweep that proves "nothing below T" is followed by one at
   /// T · threshold_growth (see solve_segments_exact).
-  double threshold_growth = 1.15;
+  double threshold_growth = 1.25;
   /// Labels per step kept by the heuristic sweep that improves the incumbent
   /// before the proof (0: no such sweep).
   std::size_t beam = 256;
@@ -407,11 +407,13 @@ inline segment_cost polish_segments(const graph& g, node_set& kept, segment_cost
 ///    toggles one checkpoint at a time.
 /// 2. The proof: a sweep prunes every label whose lower bound reaches a
 ///    threshold T, so it either finds the optimum (when it is below T) or
-///    proves that none is. T starts just above the largest single node (no
-///    kept set scores below it) and grows by `threshold_growth` after each
-///    proof, up to the incumbent: sweeps below the optimum are cheap, and the
-///    one that succeeds keeps only labels within a few percent of the optimum
-///    (ResNet-50: 15k labels at T just above it, 570k with no threshold).
+///    proves that none is. T starts at half the incumbent (with a quarter of
+///    the labels and time; if that is not enough, just above the largest single node,
+///    which no kept set scores below) and grows by
+///    `threshold_growth` after each proof, up to the incumbent: sweeps below
+///    the optimum are cheap, and the one that succeeds keeps only labels
+///    within a few tens of percent of the optimum (ResNet-50: 15k labels at T
+///    just above it, 570k with no threshold).
 ///
 /// The result is never worse than the incumbent. When `max_labels` or the
 /// time limit stops the proof, the best kept set found is returned with
@@ -450,14 +452,30 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
   for (node_id v = 0; v < g.size(); ++v)
     if (!is_segment_endpoint(g, v)) lower = std::max(lower, g.bytes(v));
   const std::uint64_t upper = out.cost.total();
-  std::uint64_t threshold = std::min(upper, lower + 1);
+  // The first threshold is a guess, half the incumbent, given a quarter of
+  // the labels and of the time: when the optimum lies below it that sweep finds it at once.
+  // Otherwise (or when the guess was too costly) the ladder climbs from the
+  // largest node, whose sweeps are cheap and each prove a lower bound.
+  std::uint64_t threshold = std::max(lower + 1, upper / 2);
+  bool guessing = threshold < upper;
+  if (!guessing) threshold = std::min(upper, lower + 1);
   while (true) {
-    detail::segment_sweep sweep(g, remaining, threshold);
+    segment_dp_options limits = remaining;
+    if (guessing) {
+      limits.max_labels = remaining.max_labels / 4;
+      limits.time_limit = remaining.time_limit / 4;
+    }
+    detail::segment_sweep sweep(g, limits, threshold);
     std::optional<node_set> found = sweep.run();
     account(sweep);
     if (found) {
       out.kept = std::move(*found);
       out.cost = evaluate_segments(g, out.kept);
+    }
+    if (guessing && !sweep.complete && !found) {
+      guessing = false;
+      threshold = std::min(upper, lower + 1);
+      continue;
     }
     if (!sweep.complete) {
       out.stats.cap_reached = sweep.stats.cap_reached;
@@ -471,6 +489,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
       break;
     }
     lower = threshold;  // the sweep proved that nothing scores below it
+    guessing = false;
     const auto grown = static_cast<std::uint64_t>(static_cast<double>(threshold) * options.threshold_growth);
     threshold = std::min(upper, std::max(grown, threshold + 1));
   }
