@@ -159,6 +159,10 @@ class schedule_walk {
     return value_[v];
   }
 
+  /// The buffers alive now; after run, those the schedule never frees (values
+  /// kept to the end, parameter gradients).
+  const std::vector<std::size_t>& live() const noexcept { return live_; }
+
   /// True when `mine` shares no byte with a buffer alive now.
   bool apart_from_live(const buffer_lifetime& mine) const noexcept {
     for (std::size_t other : live_) {
