@@ -147,16 +147,7 @@ TEST_CASE("slice and concat index maps move the CPU kernels' elements") {
       in_count *= static_cast<std::size_t>(o.in_dims[d]);
       out_count *= static_cast<std::size_t>(o.end[d] - o.begin[d]);
     }
-    el::slice_geometry geometry;
-    geometry.rank = static_cast<int>(o.in_dims.size());
-    std::int64_t stride = 1;
-    for (int d = geometry.rank - 1; d >= 0; --d) {
-      const auto k = static_cast<std::size_t>(d);
-      geometry.in_stride[d] = stride;
-      geometry.begin[d] = o.begin[k];
-      geometry.extent[d] = o.end[k] - o.begin[k];
-      stride *= o.in_dims[k];
-    }
+    const el::slice_geometry geometry = el::slice_geometry_of(o);
     const auto x = random_values(in_count, 4);
     std::vector<float> cpu_y(out_count), gpu_y(out_count);
     cpu::slice_forward<float>(o.in_dims, o.begin, o.end, x.data(), cpu_y.data());

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include <remat/cpu/kernels.hpp>
+#include <remat/cpu/model.hpp>
 #include <remat/cpu/random.hpp>
 #include <remat/cpu/windows.hpp>
 
@@ -189,6 +190,21 @@ struct slice_geometry {
   int64_t begin[max_rank] = {};
   int64_t extent[max_rank] = {};     ///< output dimensions
 };
+
+/// The slice node `o` (cpu::parse_op's in_dims, begin, end; rank ≤ max_rank).
+inline slice_geometry slice_geometry_of(const cpu::op_info& o) noexcept {
+  slice_geometry s;
+  s.rank = static_cast<int>(o.in_dims.size());
+  int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const auto k = static_cast<std::size_t>(d);
+    s.in_stride[d] = stride;
+    s.begin[d] = o.begin[k];
+    s.extent[d] = o.end[k] - o.begin[k];
+    stride *= o.in_dims[k];
+  }
+  return s;
+}
 
 /// The input offset of output element `out`.
 REMAT_HOST_DEVICE inline int64_t slice_source(const slice_geometry& s, int64_t out) noexcept {

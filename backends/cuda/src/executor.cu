@@ -34,20 +34,6 @@ std::string what_it_holds(memory_category c) {
   return "a buffer";
 }
 
-elements::slice_geometry slice_of(const cpu::op_info& o) {
-  elements::slice_geometry s;
-  s.rank = static_cast<int>(o.in_dims.size());
-  std::int64_t stride = 1;
-  for (int d = s.rank - 1; d >= 0; --d) {
-    const auto k = static_cast<std::size_t>(d);
-    s.in_stride[d] = stride;
-    s.begin[d] = o.begin[k];
-    s.extent[d] = o.end[k] - o.begin[k];
-    stride *= o.in_dims[k];
-  }
-  return s;
-}
-
 }  // namespace
 
 template <class T>
@@ -240,7 +226,7 @@ class step_kernels {
       case cpu::op_kind::flatten:
         REMAT_CUDA_TRY(cudaMemcpyAsync(y, x, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
         break;
-      case cpu::op_kind::slice: kernels::slice_forward(stream_, slice_of(o), count, x, y); break;
+      case cpu::op_kind::slice: kernels::slice_forward(stream_, elements::slice_geometry_of(o), count, x, y); break;
       case cpu::op_kind::softmax_cross_entropy:
         kernels::softmax_cross_entropy_forward(stream_, o.rows, o.classes, x, m_.labels[operands[1]], reduction_, y);
         break;
@@ -331,7 +317,7 @@ class step_kernels {
         if (dx) REMAT_CUDA_TRY(cudaMemcpyAsync(dx, dy, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
         break;
       case cpu::op_kind::slice:
-        if (dx) kernels::slice_backward(stream_, slice_of(o), count, m_.host.op(operands[0]).elements(), dy, dx);
+        if (dx) kernels::slice_backward(stream_, elements::slice_geometry_of(o), count, m_.host.op(operands[0]).elements(), dy, dx);
         break;
       case cpu::op_kind::softmax_cross_entropy:
         if (dx)

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include <remat/cpu/executor.hpp>
 #include <remat/graph.hpp>
 #include <remat/layout.hpp>
 #include <remat/schedule.hpp>
@@ -47,36 +48,26 @@ struct executor_options {
   cuda::storage storage = storage::arena;
 };
 
-/// Options of one training step.
-struct step_options {
-  std::uint64_t step = 0;        ///< training step index: keys the dropout masks
-  double learning_rate = 0.01;   ///< SGD: p −= learning_rate · ∂loss/∂p (0: no update)
-  bool record_timeline = false;  ///< keep the live bytes of every step
-};
+/// Options of one training step: the CPU runtime's (the step index keys the
+/// dropout masks, SGD's learning rate, whether to keep the timeline).
+using step_options = cpu::step_options;
 
-/// What one training step did and held.
-struct step_report {
-  double loss = 0;                ///< Σ loss_weight · loss over the losses computed
-  std::vector<std::pair<node_id, double>> losses;  ///< each loss node's own value
-  /// Most live bytes at one step: parameters and inputs as stored plus the
-  /// arena buffers held, by the simulator's categories. For f32 graphs it
-  /// equals simulate(g, steps).peak_bytes; at_peak and timeline likewise.
-  std::uint64_t peak_bytes = 0;
-  std::size_t peak_step = 0;      ///< the first step reaching it
-  memory_breakdown at_peak;       ///< its categories
-  std::vector<memory_breakdown> timeline;  ///< per step, when record_timeline
-  /// Device memory outside the simulator's categories, held for the whole
-  /// step: the model's convolution and GEMM workspaces and the executor's
-  /// kernel scratch.
+/// What one training step did and held: the CPU runtime's report, where
+/// peak_bytes, peak_step, at_peak and timeline are the ledger of live bytes
+/// (parameters and inputs as stored plus the arena buffers held, by the
+/// simulator's categories; for f32 graphs equal to simulate(g, steps)'s),
+/// scratch_bytes is the kernel scratch allocated and seconds is the step's
+/// device time (CUDA events, SGD included); plus what only a device has.
+struct step_report : cpu::step_report {
+  /// The model's convolution and GEMM workspaces: device memory held for the
+  /// whole step, outside the simulator's categories.
   std::uint64_t workspace_bytes = 0;
-  std::uint64_t scratch_bytes = 0;
   /// storage::pool: the pool's used and reserved high-water marks over the
   /// step (cudaMemPoolAttrUsedMemHigh, ReservedMemHigh); 0 for an arena.
   std::uint64_t pool_used_high = 0, pool_reserved_high = 0;
-  /// cudaMemGetInfo's free bytes when the step was enqueued and when it ended:
-  /// equal when nothing was allocated on the step path (arena storage).
+  /// run() only: cudaMemGetInfo's free bytes before the step and after it,
+  /// equal when nothing was allocated on the step path.
   std::uint64_t free_before = 0, free_after = 0;
-  double seconds = 0;  ///< device time of the step (CUDA events), optimizer included
 };
 
 /// Runs schedules of one model. T is float.
