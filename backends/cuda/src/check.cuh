@@ -45,6 +45,13 @@ inline std::pair<std::uint64_t, std::uint64_t> free_and_total() {
   return {free, total};
 }
 
+// Bytes cudaMemGetInfo says were taken since it reported `free_before` free
+// (0 if others freed more meanwhile).
+inline std::uint64_t taken_since(std::uint64_t free_before) {
+  const std::uint64_t free_now = free_and_total().first;
+  return free_before > free_now ? free_before - free_now : 0;
+}
+
 // One device allocation, freed on destruction. An allocation that does not
 // fit throws out_of_memory naming `what`.
 class device_buffer {

@@ -48,7 +48,6 @@ struct executor<T>::device_state {
   void enqueue(const step_options& o);
   void release_pool_buffer(std::size_t b);
 
-  model<T>* owner;
   typename model<T>::device_state& m;
   schedule steps;
   simulation simulated;
@@ -70,13 +69,13 @@ struct executor<T>::device_state {
 
 template <class T>
 executor<T>::device_state::device_state(model<T>& model_, schedule s, const executor_options& o)
-    : owner(&model_), m(model_.state()), steps(std::move(s)), options(o) {
+    : m(model_.state()), steps(std::move(s)), options(o) {
   const graph& g = m.host.network();
   simulated = simulate(g, steps);
   plan = plan_device(g, m.host.ops(), steps, sizeof(T));
   const std::uint64_t free_before = detail::free_and_total().first;
 
-  if (options.storage == storage::arena) {
+  if (options.storage == storage::arena && !steps.empty()) {
     const buffer_lifetime* peak_holder = nullptr;
     const step& at_peak = steps[simulated.peak_step];
     for (const buffer_lifetime& b : plan.layout.buffers)
@@ -87,7 +86,7 @@ executor<T>::device_state::device_state(model<T>& model_, schedule s, const exec
             std::to_string(simulated.peak_bytes) + " bytes at step " + std::to_string(simulated.peak_step) + ", " +
             std::string(to_string(at_peak.kind)) + " of '" + g.node_name(at_peak.node) + "'" +
             (peak_holder ? ", which allocates " + what_it_holds(peak_holder->category) : std::string()) + ")");
-  } else {
+  } else if (options.storage == storage::pool) {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -123,7 +122,7 @@ executor<T>::device_state::device_state(model<T>& model_, schedule s, const exec
   for (std::size_t b = 0; b < plan.layout.buffers.size(); ++b)
     if (plan.layout.buffers[b].category == memory_category::parameter_gradients)
       parameter_gradient_buffer[plan.layout.buffers[b].node] = b;
-  taken = free_before - detail::free_and_total().first;
+  taken = detail::taken_since(free_before);
 }
 
 template <class T>

@@ -279,7 +279,7 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   memory.inputs = input_storage.bytes();
   memory.convolution_workspace = convolution_workspace.bytes();
   memory.gemm_workspace = gemm_workspace.bytes();
-  memory.device_taken = free_before - detail::free_and_total().first;
+  memory.device_taken = detail::taken_since(free_before);
 }
 
 template <class T>
