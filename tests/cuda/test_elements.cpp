@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -73,9 +74,46 @@ std::vector<std::pair<std::string, cpu::op_info>> pooling_ops() {
   return out;
 }
 
+// C = op(A) · op(B), column-major, as cuBLAS defines cublasSgemm.
+std::vector<float> column_major_gemm(const el::gemm_shape& g, const std::vector<float>& a, const std::vector<float>& b) {
+  std::vector<float> c(static_cast<std::size_t>(g.ldc * g.n));
+  for (std::int64_t j = 0; j < g.n; ++j)
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      double sum = 0;
+      for (std::int64_t l = 0; l < g.k; ++l)
+        sum += static_cast<double>(a[static_cast<std::size_t>(g.transpose_a ? l + i * g.lda : i + l * g.lda)]) *
+               b[static_cast<std::size_t>(g.transpose_b ? j + l * g.ldb : l + j * g.ldb)];
+      c[static_cast<std::size_t>(i + j * g.ldc)] = static_cast<float>(sum);
+    }
+  return c;
+}
+
+void check_close(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float scale = 0, diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(b[i]));
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+  }
+  CHECK(diff <= 1e-5f * scale);
+}
+
 }  // namespace
 
 TEST_SUITE("cuda elements") {
+
+TEST_CASE("the linear layer's cuBLAS GEMM shapes compute the CPU kernels' products") {
+  const std::int64_t rows = 5, in = 7, out = 3;
+  const auto x = random_values(static_cast<std::size_t>(rows * in), 20);
+  const auto w = random_values(static_cast<std::size_t>(out * in), 21);
+  const auto dy = random_values(static_cast<std::size_t>(rows * out), 22);
+  std::vector<float> y(static_cast<std::size_t>(rows * out)), dx(x.size()), dw(w.size());
+  cpu::linear_forward<float>(rows, in, out, x.data(), w.data(), nullptr, y.data());
+  cpu::linear_backward<float>(rows, in, out, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr);
+  check_close(column_major_gemm(el::linear_output(rows, in, out), w, x), y);
+  check_close(column_major_gemm(el::linear_weight_gradient(rows, in, out), x, dy), dw);
+  check_close(column_major_gemm(el::linear_input_gradient(rows, in, out), w, dy), dx);
+}
 
 TEST_CASE("pooling bodies give the CPU kernels' values and gradients bit for bit") {
   int checked = 0;

@@ -216,6 +216,29 @@ REMAT_HOST_DEVICE inline int64_t slice_source(const slice_geometry& s, int64_t o
   return offset;
 }
 
+// ---- linear layers as column-major GEMMs --------------------------------------------
+
+/// One cuBLAS GEMM, C = op(A) · op(B) with column-major m × n C, k the inner
+/// extent, op = transpose where `transpose_*`, leading dimensions as stored.
+struct gemm_shape {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+// Row-major x [rows, in], W [out, in], y [rows, out] read column-major are
+// xᵀ, Wᵀ and yᵀ. y = x·Wᵀ is yᵀ = op_T(Wᵀ) · xᵀ: A = W, B = x, C = y.
+constexpr gemm_shape linear_output(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {true, false, out, rows, in, in, in, out};
+}
+// dW = dyᵀ·x is dWᵀ = xᵀ · op_T(dyᵀ): A = x, B = dy, C = dW.
+constexpr gemm_shape linear_weight_gradient(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {false, true, in, out, rows, in, out, in};
+}
+// dx = dy·W is dxᵀ = Wᵀ · dyᵀ: A = W, B = dy, C = dx.
+constexpr gemm_shape linear_input_gradient(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {false, false, in, rows, out, in, out, in};
+}
+
 // ---- batch norm (statistics per channel, in double) -------------------------------
 
 /// The forward's output: (x − mean) · (inv_std · gamma) + beta, in double.

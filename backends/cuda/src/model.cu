@@ -339,29 +339,34 @@ void model<T>::device_state::convolution_backward(node_id v, const T* x, const T
                 "cudnnConvolutionBackwardData", where(v));
 }
 
-// Row-major y [n, out] = x [n, in] · W [out, in]ᵀ is column-major
-// yᵀ = op_T(W) · xᵀ, with every matrix read as stored.
+namespace detail {
+
+// The GEMM `shape` (elements.hpp) with cuBLAS: C = op(A) · op(B).
+void gemm(cublasHandle_t h, const elements::gemm_shape& shape, const float* a, const float* b, float* c,
+          const std::string& context) {
+  const float one = 1, zero = 0;
+  check(cublasSgemm(h, shape.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, shape.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    static_cast<int>(shape.m), static_cast<int>(shape.n), static_cast<int>(shape.k), &one, a,
+                    static_cast<int>(shape.lda), b, static_cast<int>(shape.ldb), &zero, c, static_cast<int>(shape.ldc)),
+        "cublasSgemm", context);
+}
+
+}  // namespace detail
+
 template <class T>
 void model<T>::device_state::linear_forward(node_id v, const T* x, const T* w, T* y) {
   const cpu::op_info& o = host.op(v);
-  const int rows = static_cast<int>(o.rows), in = static_cast<int>(o.in_features), out = static_cast<int>(o.out_features);
-  const float one = 1, zero = 0;
-  detail::check(cublasSgemm(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, in, x, in, &zero, y, out),
-                "cublasSgemm", where(v));
+  detail::gemm(cublas.get(), elements::linear_output(o.rows, o.in_features, o.out_features), w, x, y, where(v));
 }
 
-// dx [n, in] = dy · W: column-major dxᵀ = W-as-stored · dyᵀ;
-// dW [out, in] = dyᵀ · x: column-major dWᵀ = xᵀ · op_T(dyᵀ).
 template <class T>
 void model<T>::device_state::linear_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw) {
   const cpu::op_info& o = host.op(v);
-  const int rows = static_cast<int>(o.rows), in = static_cast<int>(o.in_features), out = static_cast<int>(o.out_features);
-  const float one = 1, zero = 0;
-  detail::check(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, in, dy, out, &zero, dw, in),
-                "cublasSgemm", where(v));
-  if (!dx) return;
-  detail::check(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, in, dy, out, &zero, dx, in),
-                "cublasSgemm", where(v));
+  detail::gemm(cublas.get(), elements::linear_weight_gradient(o.rows, o.in_features, o.out_features), x, dy, dw,
+               where(v));
+  if (dx)
+    detail::gemm(cublas.get(), elements::linear_input_gradient(o.rows, o.in_features, o.out_features), w, dy, dx,
+                 where(v));
 }
 
 template <class T>
