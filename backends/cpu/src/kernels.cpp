@@ -7,6 +7,7 @@
 
 #include "gemm.hpp"
 #include "remat/cpu/random.hpp"
+#include "remat/cpu/windows.hpp"
 
 namespace remat::cpu {
 namespace {
@@ -96,45 +97,8 @@ channel_stats stats_of(const batch_norm_geometry& g, const T* x, int64_t ch, dou
   return st;
 }
 
-// torch's pooling window bounds for output index o along one axis: the
-// unclipped end (for count_include_pad) and the clipped [begin, end).
-struct window {
-  int64_t begin, end, padded;
-};
-window avg_window(int64_t o, int64_t size, int64_t kernel, int64_t stride, int64_t pad) noexcept {
-  const int64_t start = o * stride - pad;
-  const int64_t stop = std::min(start + kernel, size + pad);
-  return {std::max<int64_t>(start, 0), std::min(stop, size), stop - start};
-}
-
-window adaptive_window(int64_t o, int64_t size, int64_t out) noexcept {
-  const int64_t begin = o * size / out;
-  const int64_t end = ((o + 1) * size + out - 1) / out;
-  return {begin, end, end - begin};
-}
-
-template <class T>
-int64_t argmax_in_window(const pool_geometry& g, const T* plane, int64_t oy, int64_t ox) {
-  int64_t best = -1;
-  T value = -std::numeric_limits<T>::infinity();
-  for (int64_t ki = 0; ki < g.kh; ++ki) {
-    const int64_t iy = oy * g.sh - g.ph + ki * g.dh;
-    if (iy < 0 || iy >= g.h) continue;
-    for (int64_t kj = 0; kj < g.kw; ++kj) {
-      const int64_t ix = ox * g.sw - g.pw + kj * g.dw;
-      if (ix < 0 || ix >= g.w) continue;
-      const T v = plane[iy * g.w + ix];
-      if (best < 0 || v > value) {
-        best = iy * g.w + ix;
-        value = v;
-      }
-    }
-  }
-  return best;
-}
-
 bool dropout_keeps(double p, const dropout_key& key, size_t element) noexcept {
-  return unit_interval(random_bits(key.seed, key.step, key.node, element)) >= p;
+  return keeps(p, key.seed, key.step, key.node, element);
 }
 
 // Calls f(input offset, output offset) for every element of x[begin:end], in
@@ -382,8 +346,7 @@ void avg_pool_forward(const pool_geometry& g, const T* x, T* y) {
         double sum = 0;
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)
           for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
-        const int64_t divisor =
-            g.count_include_pad ? wy.padded * wx.padded : (wy.end - wy.begin) * (wx.end - wx.begin);
+        const int64_t divisor = avg_divisor(g, wy, wx);
         yp[oy * g.ow + ox] = static_cast<T>(sum / static_cast<double>(divisor));
       }
     }
@@ -401,8 +364,7 @@ void avg_pool_backward(const pool_geometry& g, const T* dy, T* dx) {
       for (int64_t ox = 0; ox < g.ow; ++ox) {
         const window wx = avg_window(ox, g.w, g.kw, g.sw, g.pw);
         if (wy.begin >= wy.end || wx.begin >= wx.end) continue;
-        const int64_t divisor =
-            g.count_include_pad ? wy.padded * wx.padded : (wy.end - wy.begin) * (wx.end - wx.begin);
+        const int64_t divisor = avg_divisor(g, wy, wx);
         const T share = static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) / static_cast<double>(divisor));
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)
           for (int64_t ix = wx.begin; ix < wx.end; ++ix) dxp[iy * g.w + ix] += share;

@@ -28,6 +28,11 @@ const std::error_category& category() noexcept {
   return instance;
 }
 
+out_of_memory::out_of_memory(const std::string& what, std::uint64_t bytes, std::uint64_t free, std::uint64_t total)
+    : remat::error("out of device memory: " + what + " needs " + std::to_string(bytes) + " bytes; the device has " +
+                   std::to_string(free) + " of " + std::to_string(total) + " bytes free"),
+      bytes_(bytes) {}
+
 int device_count() noexcept {
   // Without a driver cudaGetDeviceCount returns cudaErrorInsufficientDriver and
   // leaves the count untouched, so start from 0 and treat any error as none.

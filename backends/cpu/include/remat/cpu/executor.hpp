@@ -38,6 +38,20 @@
 
 namespace remat::cpu {
 
+/// The buffers of `steps` (buffer_lifetimes) sized for a runtime that stores
+/// `element_size` bytes per element: values and gradients elements × size,
+/// parameter gradients parameter elements × size, workspaces as the graph
+/// declares them. For f32 graphs and element_size 4 the bytes are the graph's.
+/// O(steps + m).
+std::vector<buffer_lifetime> element_buffers(const graph& g, std::span<const op_info> ops, const schedule& steps,
+                                             std::size_t element_size);
+
+/// \throws remat::error naming the loss node and the input when a label that
+/// `labels_of(input)` returns for a softmax_cross_entropy is outside its
+/// classes. O(labels).
+void check_labels(const graph& g, std::span<const op_info> ops,
+                  const std::function<std::span<const std::int64_t>(node_id)>& labels_of);
+
 /// Options of one training step.
 struct step_options {
   std::uint64_t step = 0;        ///< training step index: keys the dropout masks

@@ -93,6 +93,8 @@ class model {
 
   const graph& network() const noexcept { return graph_; }
   const op_info& op(node_id v) const noexcept { return ops_[v]; }
+  /// Every node's parsed op, by node id.
+  std::span<const op_info> ops() const noexcept { return ops_; }
   std::uint64_t seed() const noexcept { return seed_; }
 
   /// Node v's parameters, weights then bias (empty for ops without).

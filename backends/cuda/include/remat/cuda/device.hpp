@@ -5,8 +5,11 @@
 /// translation unit, link remat_cuda.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <system_error>
+
+#include <remat/error.hpp>
 
 namespace remat::cuda {
 
@@ -17,6 +20,18 @@ const std::error_category& category() noexcept;
 class error : public std::system_error {
  public:
   error(int cuda_status, const std::string& where) : std::system_error(cuda_status, category(), where) {}
+};
+
+/// The device had too little memory for an allocation. The message names
+/// what was being allocated (a node and step, or the arena and where its
+/// schedule peaks), the bytes asked for and the device's free and total bytes.
+class out_of_memory : public remat::error {
+ public:
+  out_of_memory(const std::string& what, std::uint64_t bytes, std::uint64_t free, std::uint64_t total);
+  std::uint64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  std::uint64_t bytes_;
 };
 
 /// Number of usable CUDA devices: 0 when there is no device, no driver, or the

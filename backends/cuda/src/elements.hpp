@@ -1,0 +1,289 @@
+#pragma once
+
+// Private to backends/cuda: what one GPU thread computes for one element,
+// written once for both compilers. nvcc compiles these bodies into the
+// kernels of kernels.cu; g++ compiles them into tests/cuda, which runs them
+// over every element on the host and compares them with the CPU runtime's
+// kernels, so the index arithmetic of every custom kernel is checked without
+// a device. The pooling windows, argmax rule and dropout decision are the CPU
+// runtime's own constexpr functions (remat/cpu/windows.hpp, random.hpp).
+//
+// Gradients are gathered, one input element per thread, never scattered with
+// atomics: each input element sums its contributions in increasing output
+// order, which is the order the CPU kernels add them in, so results are
+// deterministic and, for pooling, bit-identical to the CPU's.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include <remat/cpu/kernels.hpp>
+#include <remat/cpu/model.hpp>
+#include <remat/cpu/random.hpp>
+#include <remat/cpu/windows.hpp>
+
+#if defined(__CUDACC__)
+#define REMAT_HOST_DEVICE __host__ __device__
+#else
+#define REMAT_HOST_DEVICE
+#endif
+
+namespace remat::cuda::elements {
+
+using std::int64_t;
+
+// Ceiling division for a possibly negative numerator and a positive divisor.
+REMAT_HOST_DEVICE constexpr int64_t ceil_div(int64_t a, int64_t b) noexcept {
+  return a <= 0 ? -((-a) / b) : (a + b - 1) / b;
+}
+
+// ---- elementwise --------------------------------------------------------------
+
+template <class T>
+REMAT_HOST_DEVICE T relu(T x) noexcept {
+  return x > T(0) ? x : T(0);
+}
+template <class T>
+REMAT_HOST_DEVICE T relu_gradient(T y, T dy) noexcept {
+  return y > T(0) ? dy : T(0);
+}
+template <class T>
+REMAT_HOST_DEVICE T sigmoid(T x) noexcept {
+  return static_cast<T>(1.0 / (1.0 + ::exp(-static_cast<double>(x))));
+}
+template <class T>
+REMAT_HOST_DEVICE T sigmoid_gradient(T y, T dy) noexcept {
+  return dy * y * (T(1) - y);
+}
+
+/// Dropout of element e, forward (value = x) or backward (value = dy): the
+/// CPU runtime's mask (cpu::keeps) and scale.
+template <class T>
+REMAT_HOST_DEVICE T dropout(double p, const cpu::dropout_key& key, std::uint64_t e, T value) noexcept {
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  return cpu::keeps(p, key.seed, key.step, key.node, e) ? value * scale : T(0);
+}
+
+// ---- pooling (x, y, dx, dy: whole NCHW tensors; index: flat) ----------------------
+
+template <class T>
+REMAT_HOST_DEVICE T max_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+  const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
+  const T* xp = x + plane * g.h * g.w;
+  const int64_t at = cpu::argmax_in_window(g, xp, oy, ox);
+  return at < 0 ? -std::numeric_limits<T>::infinity() : xp[at];
+}
+
+/// dx of input element `in`: dy of every window whose argmax it is, in
+/// increasing output order.
+template <class T>
+REMAT_HOST_DEVICE T max_pool_backward(const cpu::pool_geometry& g, const T* x, const T* dy, int64_t in) noexcept {
+  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
+  const T* xp = x + plane * g.h * g.w;
+  const T* dyp = dy + plane * g.oh * g.ow;
+  // Windows whose taps can reach (iy, ix): oy·sh − ph + ki·dh = iy for a ki in [0, kh).
+  const int64_t oy_lo = ceil_div(iy + g.ph - (g.kh - 1) * g.dh, g.sh), oy_hi = (iy + g.ph) / g.sh;
+  const int64_t ox_lo = ceil_div(ix + g.pw - (g.kw - 1) * g.dw, g.sw), ox_hi = (ix + g.pw) / g.sw;
+  T sum = T(0);
+  for (int64_t oy = oy_lo < 0 ? 0 : oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
+    const int64_t ty = iy + g.ph - oy * g.sh;
+    if (ty % g.dh != 0 || ty / g.dh >= g.kh) continue;
+    for (int64_t ox = ox_lo < 0 ? 0 : ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
+      const int64_t tx = ix + g.pw - ox * g.sw;
+      if (tx % g.dw != 0 || tx / g.dw >= g.kw) continue;
+      if (cpu::argmax_in_window(g, xp, oy, ox) == iy * g.w + ix) sum += dyp[oy * g.ow + ox];
+    }
+  }
+  return sum;
+}
+
+template <class T>
+REMAT_HOST_DEVICE T avg_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+  const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
+  const T* xp = x + plane * g.h * g.w;
+  const cpu::window wy = cpu::avg_window(oy, g.h, g.kh, g.sh, g.ph);
+  const cpu::window wx = cpu::avg_window(ox, g.w, g.kw, g.sw, g.pw);
+  if (wy.begin >= wy.end || wx.begin >= wx.end) return T(0);
+  double sum = 0;
+  for (int64_t iy = wy.begin; iy < wy.end; ++iy)
+    for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
+  return static_cast<T>(sum / static_cast<double>(cpu::avg_divisor(g, wy, wx)));
+}
+
+template <class T>
+REMAT_HOST_DEVICE T avg_pool_backward(const cpu::pool_geometry& g, const T* dy, int64_t in) noexcept {
+  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
+  const T* dyp = dy + plane * g.oh * g.ow;
+  // Windows starting at o·s − p with o·s − p ≤ i < o·s − p + k.
+  const int64_t oy_lo = ceil_div(iy + g.ph - g.kh + 1, g.sh), oy_hi = (iy + g.ph) / g.sh;
+  const int64_t ox_lo = ceil_div(ix + g.pw - g.kw + 1, g.sw), ox_hi = (ix + g.pw) / g.sw;
+  T sum = T(0);
+  for (int64_t oy = oy_lo < 0 ? 0 : oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
+    const cpu::window wy = cpu::avg_window(oy, g.h, g.kh, g.sh, g.ph);
+    if (iy < wy.begin || iy >= wy.end) continue;
+    for (int64_t ox = ox_lo < 0 ? 0 : ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
+      const cpu::window wx = cpu::avg_window(ox, g.w, g.kw, g.sw, g.pw);
+      if (ix < wx.begin || ix >= wx.end) continue;
+      sum += static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) /
+                            static_cast<double>(cpu::avg_divisor(g, wy, wx)));
+    }
+  }
+  return sum;
+}
+
+template <class T>
+REMAT_HOST_DEVICE T adaptive_avg_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+  const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
+  const T* xp = x + plane * g.h * g.w;
+  const cpu::window wy = cpu::adaptive_window(oy, g.h, g.oh), wx = cpu::adaptive_window(ox, g.w, g.ow);
+  double sum = 0;
+  for (int64_t iy = wy.begin; iy < wy.end; ++iy)
+    for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
+  return static_cast<T>(sum / static_cast<double>(wy.padded * wx.padded));
+}
+
+template <class T>
+REMAT_HOST_DEVICE T adaptive_avg_pool_backward(const cpu::pool_geometry& g, const T* dy, int64_t in) noexcept {
+  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
+  const T* dyp = dy + plane * g.oh * g.ow;
+  // Window o covers i when ⌊o·h/oh⌋ ≤ i < ⌈(o+1)·h/oh⌉: o from ⌊i·oh/h⌋ to ⌈(i+1)·oh/h⌉ − 1.
+  const int64_t oy_lo = iy * g.oh / g.h, oy_hi = ceil_div((iy + 1) * g.oh, g.h) - 1;
+  const int64_t ox_lo = ix * g.ow / g.w, ox_hi = ceil_div((ix + 1) * g.ow, g.w) - 1;
+  T sum = T(0);
+  for (int64_t oy = oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
+    const cpu::window wy = cpu::adaptive_window(oy, g.h, g.oh);
+    if (iy < wy.begin || iy >= wy.end) continue;
+    for (int64_t ox = ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
+      const cpu::window wx = cpu::adaptive_window(ox, g.w, g.ow);
+      if (ix < wx.begin || ix >= wx.end) continue;
+      sum += static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) / static_cast<double>(wy.padded * wx.padded));
+    }
+  }
+  return sum;
+}
+
+// ---- concat and slice -------------------------------------------------------------
+
+/// Where operand k of a concat along dim 1 sits in the output, as a strided
+/// 2-D copy of `rows` rows of `width` elements: source pitch `width`,
+/// destination pitch `pitch`, starting `offset` elements into the output.
+struct concat_block {
+  int64_t offset = 0, width = 0, pitch = 0, rows = 0;
+};
+
+template <class Channels>
+constexpr concat_block concat_operand(int64_t outer, int64_t inner, const Channels& channels, std::size_t k) noexcept {
+  int64_t before = 0, total = 0;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    if (i < k) before += channels[i];
+    total += channels[i];
+  }
+  return {before * inner, channels[k] * inner, total * inner, outer};
+}
+
+/// A slice's geometry in a fixed-size form a kernel can take by value.
+struct slice_geometry {
+  static constexpr int max_rank = 8;
+  int rank = 0;
+  int64_t in_stride[max_rank] = {};  ///< input strides
+  int64_t begin[max_rank] = {};
+  int64_t extent[max_rank] = {};     ///< output dimensions
+};
+
+/// The slice node `o` (cpu::parse_op's in_dims, begin, end; rank ≤ max_rank).
+inline slice_geometry slice_geometry_of(const cpu::op_info& o) noexcept {
+  slice_geometry s;
+  s.rank = static_cast<int>(o.in_dims.size());
+  int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const auto k = static_cast<std::size_t>(d);
+    s.in_stride[d] = stride;
+    s.begin[d] = o.begin[k];
+    s.extent[d] = o.end[k] - o.begin[k];
+    stride *= o.in_dims[k];
+  }
+  return s;
+}
+
+/// The input offset of output element `out`.
+REMAT_HOST_DEVICE inline int64_t slice_source(const slice_geometry& s, int64_t out) noexcept {
+  int64_t offset = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    offset += (s.begin[d] + out % s.extent[d]) * s.in_stride[d];
+    out /= s.extent[d];
+  }
+  return offset;
+}
+
+// ---- linear layers as column-major GEMMs --------------------------------------------
+
+/// One cuBLAS GEMM, C = op(A) · op(B) with column-major m × n C, k the inner
+/// extent, op = transpose where `transpose_*`, leading dimensions as stored.
+struct gemm_shape {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+// Row-major x [rows, in], W [out, in], y [rows, out] read column-major are
+// xᵀ, Wᵀ and yᵀ. y = x·Wᵀ is yᵀ = op_T(Wᵀ) · xᵀ: A = W, B = x, C = y.
+constexpr gemm_shape linear_output(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {true, false, out, rows, in, in, in, out};
+}
+// dW = dyᵀ·x is dWᵀ = xᵀ · op_T(dyᵀ): A = x, B = dy, C = dW.
+constexpr gemm_shape linear_weight_gradient(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {false, true, in, out, rows, in, out, in};
+}
+// dx = dy·W is dxᵀ = Wᵀ · dyᵀ: A = W, B = dy, C = dx.
+constexpr gemm_shape linear_input_gradient(int64_t rows, int64_t in, int64_t out) noexcept {
+  return {false, false, in, rows, out, in, out, in};
+}
+
+// ---- batch norm (statistics per channel, in double) -------------------------------
+
+/// The forward's output: (x − mean) · (inv_std · gamma) + beta, in double.
+template <class T>
+REMAT_HOST_DEVICE T batch_norm_output(T x, double mean, double inv_std, T gamma, T beta) noexcept {
+  return static_cast<T>((static_cast<double>(x) - mean) * (inv_std * static_cast<double>(gamma)) +
+                        static_cast<double>(beta));
+}
+
+/// dx from the recomputed statistics and the two sums over the channel.
+template <class T>
+REMAT_HOST_DEVICE T batch_norm_input_gradient(T x, T dy, double mean, double inv_std, T gamma, double count,
+                                              double sum_dy, double sum_dy_xhat) noexcept {
+  const double k = static_cast<double>(gamma) * inv_std / count;
+  const double xhat = (static_cast<double>(x) - mean) * inv_std;
+  return static_cast<T>(k * (count * static_cast<double>(dy) - sum_dy - xhat * sum_dy_xhat));
+}
+
+// ---- losses -----------------------------------------------------------------------
+
+/// A softmax row's maximum and Σ exp(x − max), in double, in column order.
+struct softmax_row {
+  double top = 0, sum = 0;
+};
+
+template <class T>
+REMAT_HOST_DEVICE softmax_row softmax_of(const T* row, int64_t classes) noexcept {
+  softmax_row r;
+  r.top = static_cast<double>(row[0]);
+  for (int64_t j = 1; j < classes; ++j) r.top = static_cast<double>(row[j]) > r.top ? static_cast<double>(row[j]) : r.top;
+  for (int64_t j = 0; j < classes; ++j) r.sum += ::exp(static_cast<double>(row[j]) - r.top);
+  return r;
+}
+
+/// −log softmax(row)[label].
+template <class T>
+REMAT_HOST_DEVICE double cross_entropy(const T* row, const softmax_row& r, std::int64_t label) noexcept {
+  return ::log(r.sum) + r.top - static_cast<double>(row[label]);
+}
+
+/// dlogits of one element: (softmax − onehot) · scale, scale = dloss / rows.
+template <class T>
+REMAT_HOST_DEVICE T cross_entropy_gradient(T logit, const softmax_row& r, bool is_label, double scale) noexcept {
+  const double softmax = ::exp(static_cast<double>(logit) - r.top) / r.sum;
+  return static_cast<T>((softmax - (is_label ? 1.0 : 0.0)) * scale);
+}
+
+}  // namespace remat::cuda::elements

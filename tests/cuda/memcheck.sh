@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# compute-sanitizer's memcheck over the GPU cases that between them run every
+# kernel of the CUDA runtime (Inception, ResNet, DenseNet, DARTS, dropout,
+# both storages, a capture). Exit 77 (SKIP) without the tool or a device.
+set -euo pipefail
+if ! command -v compute-sanitizer >/dev/null; then
+  echo "compute-sanitizer is not on PATH: skipped"
+  exit 77
+fi
+exec compute-sanitizer --tool memcheck --error-exitcode 1 "$1" \
+  --test-case="dropout on the GPU*,pool storage*,a step allocates nothing*"
