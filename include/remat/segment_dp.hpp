@@ -68,13 +68,19 @@ struct segment_group {
   friend bool operator==(const segment_group&, const segment_group&) = default;
 };
 
-// A state's labels, stored flat: label k's open-group bytes are
-// open[k·groups .. (k+1)·groups).
+// A state's labels, one row each, sorted by kept bytes: row k is
+// [kept, kept + closed, open bytes of each group], so dominance checks
+// scan only the rows that could dominate (kept no larger) or be dominated.
 struct segment_state {
   std::vector<segment_group> groups;
-  std::vector<std::uint64_t> kept, closed, open;
+  std::vector<std::uint64_t> rows;
   std::vector<std::uint32_t> trail;
-  std::size_t size() const noexcept { return kept.size(); }
+  std::size_t stride() const noexcept { return 2 + groups.size(); }
+  std::size_t size() const noexcept { return trail.size(); }
+  std::uint64_t kept(std::size_t k) const noexcept { return rows[k * stride()]; }
+  std::uint64_t settled(std::size_t k) const noexcept { return rows[k * stride() + 1]; }
+  std::uint64_t closed(std::size_t k) const noexcept { return settled(k) - kept(k); }
+  const std::uint64_t* open(std::size_t k) const noexcept { return rows.data() + k * stride() + 2; }
 };
 
 // How one decision maps a state's groups to its successor's: every new group
@@ -105,8 +111,7 @@ class segment_sweep {
   std::optional<node_set> run() {
     const std::size_t n = g_.size();
     std::vector<segment_state> states(1);
-    states[0].kept.push_back(0);
-    states[0].closed.push_back(0);
+    states[0].rows = {0, 0};
     states[0].trail.push_back(push_trail(none_trail, false));
     for (node_id v = 0; v < n; ++v) {
       if (g_.is_input(v)) continue;
@@ -141,8 +146,8 @@ class segment_sweep {
     const segment_state& last = states[0];
     std::size_t best = 0;
     for (std::size_t k = 1; k < last.size(); ++k)
-      if (last.kept[k] + last.closed[k] < last.kept[best] + last.closed[best]) best = k;
-    if (last.kept[best] + last.closed[best] >= incumbent_) return std::nullopt;
+      if (last.settled(k) < last.settled(best)) best = k;
+    if (last.settled(best) >= incumbent_) return std::nullopt;
     return decode(last.trail[best]);
   }
 
@@ -192,21 +197,17 @@ class segment_sweep {
     std::nth_element(bounds.begin(), bounds.begin() + static_cast<std::ptrdiff_t>(beam_), bounds.end());
     const std::uint64_t cut = bounds[beam_];
     for (segment_state& s : states) {
-      const std::size_t groups = s.groups.size();
+      const std::size_t stride = s.stride();
       std::size_t out = 0;
       for (std::size_t k = 0; k < s.size(); ++k) {
         if (label_bound(s, k) >= cut) continue;
-        s.kept[out] = s.kept[k];
-        s.closed[out] = s.closed[k];
+        std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(k * stride), stride,
+                    s.rows.begin() + static_cast<std::ptrdiff_t>(out * stride));
         s.trail[out] = s.trail[k];
-        std::copy_n(s.open.begin() + static_cast<std::ptrdiff_t>(k * groups), groups,
-                    s.open.begin() + static_cast<std::ptrdiff_t>(out * groups));
         ++out;
       }
-      s.kept.resize(out);
-      s.closed.resize(out);
+      s.rows.resize(out * stride);
       s.trail.resize(out);
-      s.open.resize(out * groups);
     }
   }
 
@@ -218,10 +219,11 @@ class segment_sweep {
   }
 
   std::uint64_t label_bound(const segment_state& s, std::size_t k) const {
-    std::uint64_t largest = s.closed[k];
+    std::uint64_t largest = s.closed(k);
+    const std::uint64_t* open = s.open(k);
     for (std::size_t i = 0; i < s.groups.size(); ++i)
-      if (s.groups[i].genuine) largest = std::max(largest, s.open[k * s.groups.size() + i]);
-    return s.kept[k] + largest;
+      if (s.groups[i].genuine) largest = std::max(largest, open[i]);
+    return s.kept(k) + largest;
   }
 
   segment_transition transition(const segment_state& s, node_id v, bool keep) const {
@@ -292,18 +294,17 @@ class segment_sweep {
   // Maps every label of `s` through `t` into `target`. False when a cap or
   // the time limit stops the search.
   bool apply(const segment_state& s, const segment_transition& t, node_id v, bool keep, segment_state& target) {
-    const std::size_t old_groups = s.groups.size();
     const std::size_t new_groups = t.groups.size();
     std::vector<std::uint64_t> part_bytes(t.parts.size()), open(new_groups);
     const std::uint64_t kept_add = keep && !is_segment_endpoint(g_, v) ? g_.bytes(v) : 0;
     for (std::size_t k = 0; k < s.size(); ++k) {
       for (std::size_t p = 0; p < t.parts.size(); ++p) {
         std::uint64_t bytes = t.parts[p].with_node ? g_.bytes(v) : 0;
-        for (std::uint32_t i : t.parts[p].from) bytes += s.open[k * old_groups + i];
+        for (std::uint32_t i : t.parts[p].from) bytes += s.open(k)[i];
         part_bytes[p] = bytes;
       }
-      const std::uint64_t kept = s.kept[k] + kept_add;
-      std::uint64_t closed = s.closed[k];
+      const std::uint64_t kept = s.kept(k) + kept_add;
+      std::uint64_t closed = s.closed(k);
       for (std::uint32_t p : t.fold) closed = std::max(closed, part_bytes[p]);
       std::uint64_t largest = closed;
       for (std::size_t i = 0; i < new_groups; ++i) {
@@ -323,34 +324,47 @@ class segment_sweep {
 
   bool insert(segment_state& target, std::uint64_t kept, std::uint64_t closed, const std::vector<std::uint64_t>& open,
               std::uint32_t parent, bool keep) {
-    const std::size_t groups = open.size();
-    for (std::size_t k = 0; k < target.size(); ++k) {
-      const std::uint64_t* other = target.open.data() + k * groups;
-      if (target.kept[k] <= kept && target.kept[k] + target.closed[k] <= kept + closed &&
-          std::equal(other, other + groups, open.begin(), [](std::uint64_t a, std::uint64_t b) { return a <= b; }))
-        return true;  // dominated
+    const std::size_t stride = target.stride();
+    const std::uint64_t settled = kept + closed;
+    auto no_larger = [](const std::uint64_t* a, const std::uint64_t* b, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (a[i] > b[i]) return false;
+      return true;
+    };
+    // Rows [0, after) keep no more bytes than the new label: they may dominate it.
+    std::size_t lo = 0, hi = target.size();
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (target.kept(mid) <= kept) lo = mid + 1;
+      else hi = mid;
     }
-    for (std::size_t k = 0; k < target.size();) {
-      const std::uint64_t* other = target.open.data() + k * groups;
-      if (kept <= target.kept[k] && kept + closed <= target.kept[k] + target.closed[k] &&
-          std::equal(open.begin(), open.end(), other, [](std::uint64_t a, std::uint64_t b) { return a <= b; })) {
-        const std::size_t last = target.size() - 1;
-        target.kept[k] = target.kept[last];
-        target.closed[k] = target.closed[last];
-        target.trail[k] = target.trail[last];
-        std::copy_n(target.open.data() + last * groups, groups, target.open.data() + k * groups);
-        target.kept.pop_back();
-        target.closed.pop_back();
-        target.trail.pop_back();
-        target.open.resize(last * groups);
-      } else {
-        ++k;
+    std::size_t after = lo;
+    for (std::size_t k = 0; k < after; ++k)
+      if (target.settled(k) <= settled && no_larger(target.open(k), open.data(), open.size())) return true;
+    // Rows from the first with equal kept bytes on may be dominated by it.
+    std::size_t first = after;
+    while (first > 0 && target.kept(first - 1) == kept) --first;
+    std::size_t out = first, removed_before = 0;
+    for (std::size_t k = first; k < target.size(); ++k) {
+      const bool dominated = settled <= target.settled(k) && no_larger(open.data(), target.open(k), open.size());
+      if (dominated) {
+        removed_before += k < after ? 1 : 0;
+        continue;
       }
+      if (out != k) {
+        std::copy_n(target.rows.begin() + static_cast<std::ptrdiff_t>(k * stride), stride,
+                    target.rows.begin() + static_cast<std::ptrdiff_t>(out * stride));
+        target.trail[out] = target.trail[k];
+      }
+      ++out;
     }
-    target.kept.push_back(kept);
-    target.closed.push_back(closed);
-    target.open.insert(target.open.end(), open.begin(), open.end());
-    target.trail.push_back(push_trail(parent, keep));
+    target.rows.resize(out * stride);
+    target.trail.resize(out);
+    after -= removed_before;
+    std::vector<std::uint64_t> row{kept, settled};
+    row.insert(row.end(), open.begin(), open.end());
+    target.rows.insert(target.rows.begin() + static_cast<std::ptrdiff_t>(after * stride), row.begin(), row.end());
+    target.trail.insert(target.trail.begin() + static_cast<std::ptrdiff_t>(after), push_trail(parent, keep));
     if (++stats.labels > options_.max_labels || trail_.size() >= max_trail) {
       stats.cap_reached = true;
       return false;
