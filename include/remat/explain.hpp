@@ -78,7 +78,7 @@ enum class memory_part : std::uint8_t {
   optimizer_state,
   parameter_gradients,
   inputs,
-  activations,  ///< values kept from the forward
+  activations,  ///< values from forward compute steps, alive (at a backward peak: kept for it)
   recomputed,   ///< values recomputed in the backward
   gradients,    ///< activation gradients
   workspace,
@@ -95,7 +95,7 @@ inline constexpr std::string_view to_string(memory_part p) noexcept {
     case memory_part::optimizer_state: return "optimizer state";
     case memory_part::parameter_gradients: return "parameter gradients";
     case memory_part::inputs: return "inputs";
-    case memory_part::activations: return "activations kept";
+    case memory_part::activations: return "activations";
     case memory_part::recomputed: return "recomputed values";
     case memory_part::gradients: return "activation gradients";
     case memory_part::workspace: return "workspace";
