@@ -112,6 +112,7 @@ void add_info_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_pareto_command(CLI::App& app);
+void add_explain_command(CLI::App& app);
 void add_zoo_command(CLI::App& app);  // cmd_zoo.cpp
 void add_gen_command(CLI::App& app);  // cmd_zoo.cpp
 

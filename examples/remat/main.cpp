@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   remat::cli::add_plan_command(app);
   remat::cli::add_simulate_command(app);
   remat::cli::add_pareto_command(app);
+  remat::cli::add_explain_command(app);
   remat::cli::add_zoo_command(app);
   remat::cli::add_gen_command(app);
   try {

@@ -87,6 +87,7 @@ inline op_floor per_op_floor(const graph& g) {
   const std::uint64_t resident = g.param_bytes() + g.input_bytes();
   const auto later_params = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
   op_floor best;
+  best.bytes = resident;  // what every step holds, even when nothing is computed
   for (node_id v = 0; v < g.size(); ++v) {
     if (g.is_input(v)) continue;
     std::uint64_t forward = resident + g.bytes(v) + g.workspace(v);

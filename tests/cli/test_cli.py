@@ -51,7 +51,7 @@ with tempfile.TemporaryDirectory() as tmp:
         return str(p)
 
     # --help on every command
-    for cmd in ([], ["info"], ["plan"], ["simulate"], ["pareto"], ["zoo"], ["zoo", "list"], ["zoo", "export"], ["gen"],
+    for cmd in ([], ["info"], ["plan"], ["simulate"], ["pareto"], ["explain"], ["zoo"], ["zoo", "list"], ["zoo", "export"], ["gen"],
                 ["gen", "chain"], ["gen", "random"], ["gen", "nas"], ["gen", "transformer"]):
         r = run(*cmd, "--help")
         check(f"--help {' '.join(cmd)}", r.returncode == 0 and "Usage" in r.stdout, r.stdout + r.stderr)
@@ -135,6 +135,62 @@ with tempfile.TemporaryDirectory() as tmp:
     if shutil.which("rsvg-convert"):
         r = subprocess.run(["rsvg-convert", str(tmp / "f.svg"), "-o", str(tmp / "f.png")], capture_output=True, text=True)
         check("the frontier SVG renders", r.returncode == 0 and (tmp / "f.png").stat().st_size > 1000, r.stderr)
+
+    # explain: the forum thread's second network, its per-op checkpoints, Adam, a budget
+    full = str(ROOT / "examples/graphs/forum-cnn-full.json")
+    per_op = "conv1,relu1,conv2,relu2,conv3,relu3,flatten,param1,sigmoid,param2,param3,cat"
+    r = run("explain", full, "--optimizer", "adam", "--keep", per_op, "--budget", "8GiB", "--json")
+    ex = json.loads(r.stdout) if r.returncode == 0 else {}
+    params = 6946247896
+    check("explain: parameters and Adam state of the forum network",
+          ex.get("parameters") == params and ex.get("optimizer_state") == 2 * params and
+          ex.get("regular", {}).get("at_peak", {}).get("parameters") == params and
+          ex.get("regular", {}).get("at_peak", {}).get("parameter gradients") == params - 36200, r.stdout[:400] + r.stderr)
+    check("explain: regular training peaks at the per-op floor, nothing to save",
+          ex.get("regular", {}).get("peak") == 14059935192 + 2 * params and
+          ex.get("per_op_floor", {}).get("bytes") == ex.get("regular", {}).get("peak") and
+          ex.get("most_any_plan_saves") == 0 and ex.get("optimal", {}).get("is_regular") is True, str(ex)[:400])
+    check("explain: the per-op checkpoints cost 42871060 bytes more",
+          ex.get("chosen", {}).get("saves") == -42871060 and ex.get("chosen", {}).get("kept") == 12, str(ex.get("chosen"))[:300])
+    check("explain: the verdict says so, and that 8 GiB cannot fit",
+          any("can save nothing" in v for v in ex.get("verdict", [])) and
+          any("No plan fits 8.00 GiB" in v for v in ex.get("verdict", [])), str(ex.get("verdict")))
+    r = run("explain", full, "--keep", "relu1,relu2,relu3,flatten,cat")
+    check("explain prints the breakdown, the floor, the largest tensors and a verdict",
+          r.returncode == 0 and all(w in r.stdout for w in ("regular training", "your checkpoints", "optimal plan",
+                                                                "per-op floor", "largest at the peak", "verdict",
+                                                                "parameter gradient of 'param1'")), r.stdout + r.stderr)
+    plan_path = str(tmp / "forum-plan.json")
+    run("plan", GRAPH, "--method", "sqrt", "-o", plan_path)
+    r = run("explain", GRAPH, "--plan", plan_path, "--json")
+    check("explain --plan reads a plan file", r.returncode == 0 and json.loads(r.stdout).get("chosen", {}).get("method") == "sqrt",
+          r.stdout[:300] + r.stderr)
+    expect_error("explain: unknown checkpoint", ["explain", full, "--keep", "relu1,conv9"],
+                 "--keep: 'conv9' is not a node of graph 'forum-cnn-full'")
+    expect_error("explain: a plan the simulator rejects names the file",
+                 ["explain", GRAPH, "--plan", file("bad-plan.json", '{"steps": [["compute", "relu1"]]}')],
+                 "bad-plan.json: step 0 ('relu1'): operand 'conv1' is not alive")
+    expect_error("explain: a budget that is not a size", ["explain", full, "--budget", "lots"], "not a byte size")
+    expect_error("explain: unknown optimizer", ["explain", full, "--optimizer", "adagrad"], "adagrad")
+    expect_error("explain: --keep and --plan together", ["explain", full, "--keep", "relu1", "--plan", plan_path],
+                 "excludes")
+
+    # explain's pictures on a 518-node zoo network render with rsvg-convert
+    big = str(tmp / "resnet152.json")
+    run("zoo", "export", "resnet152", "-o", big)
+    pictures = {kind: tmp / f"r152-{kind}.svg" for kind in ("graph", "timeline", "pareto")}
+    r = run("explain", big, "--graph-svg", str(pictures["graph"]), "--timeline-svg", str(pictures["timeline"]),
+            "--pareto-svg", str(pictures["pareto"]))
+    check("explain writes three SVGs for resnet152", r.returncode == 0 and
+          all(p.exists() and p.read_text().startswith("<svg") for p in pictures.values()), r.stdout[-300:] + r.stderr)
+    graph_svg = pictures["graph"].read_text() if pictures["graph"].exists() else ""
+    check("explain: repeated blocks are collapsed", "×35" in graph_svg and "layer3.1 … 35" in graph_svg, "")
+    if shutil.which("rsvg-convert"):
+        for kind, svg in pictures.items():
+            png = svg.with_suffix(".png")
+            r = subprocess.run(["rsvg-convert", str(svg), "-o", str(png)], capture_output=True, text=True)
+            check(f"the {kind} SVG renders", r.returncode == 0 and not r.stderr and png.exists() and
+                  png.stat().st_size > 10000, r.stderr)
 
     # Kusumoto IR input
     ir = file("cg.txt", "3 2\n0 64 x\n1 32 /c/W\n2 128 y\nforward\n2 1\n0 _\n1 _\n2\nConvolution2DFunction\n{}\n"

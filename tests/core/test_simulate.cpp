@@ -175,6 +175,20 @@ TEST_CASE("diamond, per-op floor: the forward of d (b, c and d alive)") {
   CHECK(!floor.backward);
 }
 
+TEST_CASE("per-op floor of a graph with nothing to compute: its resident inputs") {
+  graph_builder b("inputs-only");
+  for (auto [name, bytes] : {std::pair{"x", 10}, std::pair{"y", 6}}) {
+    node_spec s;
+    s.name = name;
+    s.op = "input";
+    s.bytes = static_cast<std::uint64_t>(bytes);
+    b.add(std::move(s));
+  }
+  const graph g = std::move(b).build();
+  CHECK(per_op_floor(g).bytes == 16);
+  CHECK(simulate(g, {}).peak_bytes == 16);
+}
+
 TEST_CASE("residual block under three plans") {
   const graph g = residual();  // R = 10 + 4 + 4 = 18
   SUBCASE("regular: keeps b (relu reads itself) and d (the loss reads it)") {
