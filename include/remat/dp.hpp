@@ -33,6 +33,7 @@
 ///   comparable pairs. O(n² · (n + m)).
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -93,6 +94,12 @@ struct dp_result {
 };
 
 namespace detail {
+
+/// Recompute times summed in different orders differ in their last bits; a
+/// frontier point must save more than that over the point before it.
+inline bool saves_recompute(double candidate, double best) noexcept {
+  return std::isinf(best) ? candidate < best : candidate < best - 1e-12 * best;
+}
 
 /// What running one stage costs, independent of the bytes kept before it.
 struct stage_cost {
@@ -957,7 +964,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     });
     double best_recompute = std::numeric_limits<double>::infinity();
     for (const auto& l : sorted)
-      if (l.recompute < best_recompute) {
+      if (detail::saves_recompute(l.recompute, best_recompute)) {
         best_recompute = l.recompute;
         out.frontier.push_back({l.peak, l.recompute, engine.stages_of(l)});
       }

@@ -87,7 +87,7 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
   });
   double best_recompute = std::numeric_limits<double>::infinity();
   for (frontier_point& p : candidates)
-    if (p.recompute < best_recompute) {
+    if (detail::saves_recompute(p.recompute, best_recompute)) {
       best_recompute = p.recompute;
       out.points.push_back(std::move(p));
     }
