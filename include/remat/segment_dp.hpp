@@ -81,6 +81,29 @@ struct segment_state {
   std::uint64_t settled(std::size_t k) const noexcept { return rows[k * stride() + 1]; }
   std::uint64_t closed(std::size_t k) const noexcept { return settled(k) - kept(k); }
   const std::uint64_t* open(std::size_t k) const noexcept { return rows.data() + k * stride() + 2; }
+
+  /// Drops the rows from `first` on for which drop(k) holds, keeping the
+  /// order of the others; returns how many dropped rows lay before `before`.
+  template <class Drop>
+  std::size_t erase_if(std::size_t first, std::size_t before, Drop&& drop) {
+    const std::size_t width = stride();
+    std::size_t out = first, dropped_before = 0;
+    for (std::size_t k = first; k < size(); ++k) {
+      if (drop(k)) {
+        dropped_before += k < before ? 1 : 0;
+        continue;
+      }
+      if (out != k) {
+        std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(k * width), width,
+                    rows.begin() + static_cast<std::ptrdiff_t>(out * width));
+        trail[out] = trail[k];
+      }
+      ++out;
+    }
+    rows.resize(out * width);
+    trail.resize(out);
+    return dropped_before;
+  }
 };
 
 // How one decision maps a state's groups to its successor's: every new group
@@ -196,19 +219,7 @@ class segment_sweep {
     if (bounds.size() <= beam_) return;
     std::nth_element(bounds.begin(), bounds.begin() + static_cast<std::ptrdiff_t>(beam_), bounds.end());
     const std::uint64_t cut = bounds[beam_];
-    for (segment_state& s : states) {
-      const std::size_t stride = s.stride();
-      std::size_t out = 0;
-      for (std::size_t k = 0; k < s.size(); ++k) {
-        if (label_bound(s, k) >= cut) continue;
-        std::copy_n(s.rows.begin() + static_cast<std::ptrdiff_t>(k * stride), stride,
-                    s.rows.begin() + static_cast<std::ptrdiff_t>(out * stride));
-        s.trail[out] = s.trail[k];
-        ++out;
-      }
-      s.rows.resize(out * stride);
-      s.trail.resize(out);
-    }
+    for (segment_state& s : states) s.erase_if(0, 0, [&](std::size_t k) { return label_bound(s, k) >= cut; });
   }
 
   std::uint64_t bound_over(const std::vector<segment_state>& states) const {
@@ -344,23 +355,9 @@ class segment_sweep {
     // Rows from the first with equal kept bytes on may be dominated by it.
     std::size_t first = after;
     while (first > 0 && target.kept(first - 1) == kept) --first;
-    std::size_t out = first, removed_before = 0;
-    for (std::size_t k = first; k < target.size(); ++k) {
-      const bool dominated = settled <= target.settled(k) && no_larger(open.data(), target.open(k), open.size());
-      if (dominated) {
-        removed_before += k < after ? 1 : 0;
-        continue;
-      }
-      if (out != k) {
-        std::copy_n(target.rows.begin() + static_cast<std::ptrdiff_t>(k * stride), stride,
-                    target.rows.begin() + static_cast<std::ptrdiff_t>(out * stride));
-        target.trail[out] = target.trail[k];
-      }
-      ++out;
-    }
-    target.rows.resize(out * stride);
-    target.trail.resize(out);
-    after -= removed_before;
+    after -= target.erase_if(first, after, [&](std::size_t k) {
+      return settled <= target.settled(k) && no_larger(open.data(), target.open(k), open.size());
+    });
     std::vector<std::uint64_t> row{kept, settled};
     row.insert(row.end(), open.begin(), open.end());
     target.rows.insert(target.rows.begin() + static_cast<std::ptrdiff_t>(after * stride), row.begin(), row.end());
