@@ -118,15 +118,6 @@ const graph_entry& graph_for(const std::string& key, const std::function<remat::
 
 bool proves_optimality(method m) { return m == method::exact || m == method::dp || m == method::ogc_exact; }
 
-// ogc-exact states its lower bound only in its message ("... no kept set
-// scores below N bytes ...").
-std::optional<double> stated_objective_bound(const remat::solution& s) {
-  constexpr std::string_view marker = "scores below ";
-  const std::size_t at = s.message.find(marker);
-  if (at == std::string::npos) return std::nullopt;
-  return std::strtod(s.message.c_str() + at + marker.size(), nullptr);
-}
-
 std::string seconds_text(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g s", seconds);
@@ -190,7 +181,7 @@ void set_gap_counters(benchmark::State& state, method m, const std::string& key,
   state.counters["fh_objective_bytes"] = s.objective;
   if (m == method::ogc_exact) {
     objective_reference ref{s.objective, s.objective, s.status == remat::solve_status::optimal};
-    if (!ref.optimal) ref.lower_bound = stated_objective_bound(s).value_or(0);
+    if (!ref.optimal) ref.lower_bound = s.objective_lower_bound;
     optimum_objective[key] = ref;
   }
   const auto ref = optimum_objective.find(key);

@@ -4,30 +4,55 @@
 /// Lower bounds that hold for every schedule of a graph.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "graph.hpp"
+#include "lower_sets.hpp"
 
 namespace remat {
 
-/// For every node, the sum of `weight(u)` over its strict descendants u, each
-/// counted once. Reachability is propagated in reverse id order over blocks of
-/// 4096 candidate descendants at a time (memory O(n · 512 bytes)); the weight of
-/// a reachable block is summed with per-byte lookup tables, and words that are
-/// empty or full cost one test. Complexity: O((m + n) · n / 64) time.
+namespace detail {
+
+/// Adds to sums[v], for every v in [first, last], the weight of its strict
+/// descendants with ids in [first, last] (edges leaving the range are
+/// ignored). Reachability is propagated in reverse id order over blocks of
+/// 4096 candidate descendants (memory O(range · 512 bytes)); a reachable
+/// block's weight is summed with per-byte lookup tables, and words that are
+/// empty or full cost one test. O((range + edges) · range / 64); ranges of
+/// up to 512 nodes skip the tables.
 template <class Weight>
-std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
+void add_descendant_sums_in_range(const graph& g, Weight&& weight, std::size_t first, std::size_t last,
+                                  std::vector<std::uint64_t>& sums) {
+  const std::size_t range = last - first + 1;
+  if (range <= 512) {
+    // Small pieces (every node of a chain is one): plain bitsets, set bits
+    // summed one by one, so no table is built per piece. O(range²).
+    const std::size_t words = (range + 63) / 64;
+    std::vector<std::uint64_t> reach(range * words, 0);
+    for (std::size_t v = last + 1; v-- > first;) {
+      std::uint64_t* mine = &reach[(v - first) * words];
+      for (node_id s : g.successors(v)) {
+        if (s > last) continue;
+        mine[(s - first) / 64] |= std::uint64_t{1} << ((s - first) % 64);
+        const std::uint64_t* theirs = &reach[(s - first) * words];
+        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+      }
+      for (std::size_t w = 0; w < words; ++w)
+        for (std::uint64_t word = mine[w]; word != 0; word &= word - 1)
+          sums[v] += weight(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+    }
+    return;
+  }
   constexpr std::size_t block_words = 64;
   constexpr std::size_t block = block_words * 64;
-  const std::size_t n = g.size();
-  std::vector<std::uint64_t> sums(n, 0);
   std::vector<std::uint64_t> bits;
   std::vector<std::uint64_t> byte_sum(block_words * 8 * 256);  // [word][byte][pattern]
   std::vector<std::uint64_t> word_sum(block_words);
-  for (std::size_t lo = 0; lo < n; lo += block) {
-    const std::size_t hi = std::min(n, lo + block);
+  for (std::size_t lo = first; lo <= last; lo += block) {
+    const std::size_t hi = std::min(last + 1, lo + block);
     for (std::size_t w = 0; w < block_words; ++w) {
       word_sum[w] = 0;
       for (std::size_t b = 0; b < 8; ++b) {
@@ -43,13 +68,13 @@ std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
         word_sum[w] += table[255];
       }
     }
-    bits.assign(hi * block_words, 0);  // only ids below hi can reach [lo, hi)
-    for (std::size_t v = hi; v-- > 0;) {
-      std::uint64_t* mine = &bits[v * block_words];
+    bits.assign((hi - first) * block_words, 0);  // only ids below hi can reach [lo, hi)
+    for (std::size_t v = hi; v-- > first;) {
+      std::uint64_t* mine = &bits[(v - first) * block_words];
       for (node_id s : g.successors(v)) {
         if (s >= hi) continue;
         if (s >= lo) mine[(s - lo) / 64] |= std::uint64_t{1} << ((s - lo) % 64);
-        const std::uint64_t* theirs = &bits[s * block_words];
+        const std::uint64_t* theirs = &bits[(s - first) * block_words];
         for (std::size_t w = 0; w < block_words; ++w) mine[w] |= theirs[w];
       }
       std::uint64_t total = 0;
@@ -65,6 +90,59 @@ std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
       }
       sums[v] += total;
     }
+  }
+}
+
+}  // namespace detail
+
+/// For every node, the sum of `weight(u)` over its strict descendants u, each
+/// counted once. Series separators (decompose_series) do most of the work:
+/// every computed node after a separator descends from every computed node
+/// before it, so a computed node's sum is the descendants within its own
+/// piece plus everything computed after the piece; only reachability inside a
+/// piece needs bitsets. A graph input adds the nodes it reaches in the first
+/// piece it feeds, walked directly. Complexity: O(Σ_pieces (p + e_p) · p / 64)
+/// for pieces of p nodes and e_p edges, plus O(p) per input — linear on a
+/// chain, O((n + m) · n / 64) when nothing separates.
+template <class Weight>
+std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
+  const std::size_t n = g.size();
+  std::vector<std::uint64_t> sums(n, 0);
+  const series_decomposition series = decompose_series(g);
+  std::vector<std::uint64_t> computed_from(n + 1, 0);  // weight of computed nodes with id ≥ i
+  for (std::size_t i = n; i-- > 0;) computed_from[i] = computed_from[i + 1] + (g.is_input(i) ? 0 : weight(i));
+  for (std::size_t t = 0; t < series.pieces.size(); ++t) {
+    const auto [first, last] = series.pieces[t];
+    detail::add_descendant_sums_in_range(g, weight, first, last, sums);
+    for (std::size_t v = first; v <= last; ++v)
+      if (!g.is_input(v)) sums[v] += computed_from[last + 1];
+  }
+  std::vector<char> seen(n, 0);
+  std::vector<node_id> stack;
+  for (node_id x = 0; x < n; ++x) {
+    if (!g.is_input(x) || g.successors(x).empty()) continue;
+    sums[x] = 0;
+    const std::uint32_t piece = series.piece_of[g.successors(x).front()];
+    const node_id last = series.pieces[piece].last;
+    std::vector<node_id> visited;
+    for (node_id c : g.successors(x))
+      if (c <= last && !seen[c]) {
+        seen[c] = 1;
+        stack.push_back(c);
+      }
+    while (!stack.empty()) {
+      const node_id u = stack.back();
+      stack.pop_back();
+      visited.push_back(u);
+      sums[x] += weight(u);
+      for (node_id s : g.successors(u))
+        if (s <= last && !seen[s]) {
+          seen[s] = 1;
+          stack.push_back(s);
+        }
+    }
+    for (node_id u : visited) seen[u] = 0;
+    sums[x] += computed_from[last + 1];
   }
   return sums;
 }

@@ -124,7 +124,7 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
   for (node_id v = 0; v < n; ++v) computed += g.is_input(v) ? 0 : 1;
   const std::size_t max_stages = std::max<std::size_t>(1, std::min(options.max_stages, computed));
   for (std::size_t k = 1; k <= max_stages; ++k) {
-    if (std::chrono::steady_clock::now() - start > options.time_limit) {
+    if (k > 1 && std::chrono::steady_clock::now() - start > options.time_limit) {  // k = 1 always runs
       best.stats.time_limit_reached = true;
       break;
     }

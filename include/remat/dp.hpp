@@ -811,6 +811,7 @@ class dp_engine {
     const std::size_t size = cardinality(st);
     std::vector<node_id> stage;
     for (const auto& set : family) {
+      if (out_of_budget()) return false;
       if (set.size() <= size) continue;
       stage.clear();
       std::size_t inside = 0;
@@ -821,7 +822,6 @@ class dp_engine {
       if (inside != size) continue;  // not a superset
       const stage_cost cost = evaluator_.evaluate(in_base, stage, st.frontier, st.params_in);
       record(s, stage, cost);
-      if (out_of_budget()) return false;
     }
     return true;
   }
@@ -876,11 +876,17 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   // one explores little more than the optimum needs.
   if (options.goal == objective::memory && !options.keep_frontier &&
       options.budget == std::numeric_limits<std::uint64_t>::max()) {
+    const auto start = std::chrono::steady_clock::now();
     std::uint64_t bound = per_op_floor(g).bytes;
     solve_stats spent;
     for (;;) {
       dp_options bounded = options;
       bounded.budget = bound;
+      if (options.time_limit.count() > 0) {  // the rounds share one time limit
+        const auto spent_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        bounded.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit - spent_ms);
+      }
       dp_result r = solve_dp(g, family, bounded);
       spent.lower_sets += r.result.stats.lower_sets;
       spent.transitions += r.result.stats.transitions;

@@ -48,6 +48,7 @@ struct solution {
   double recompute_lower_bound = 0;   ///< no plan within the budget recomputes less (time objective)
   std::uint64_t smallest_feasible_budget = 0;  ///< when infeasible: the least budget that works
   double objective = 0;               ///< the method's own objective value (e.g. Feng & Huang's bytes)
+  double objective_lower_bound = 0;   ///< no plan scores below this on `objective` (ogc-exact; 0: none known)
   std::string message;                ///< a sentence for people
   solve_stats stats;
 };

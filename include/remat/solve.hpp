@@ -123,6 +123,7 @@ inline solution segment_plan_solution(const graph& g, const segment_solution& fo
                                       const solve_options& options) {
   solution s = baseline_solution(g, plan::from_kept(g, found.kept, name), options);
   s.objective = static_cast<double>(found.cost.total());
+  s.objective_lower_bound = static_cast<double>(found.lower_bound);
   s.stats.lower_sets = found.stats.lower_sets;
   s.stats.transitions = found.stats.transitions;
   s.stats.labels = found.stats.labels;
@@ -199,8 +200,13 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       count.constraints = &order;
       count.time_limit = options.time_limit;
       const lower_set_count lower_sets = count_lower_sets(g, count);
+      // The exact programme gets three quarters of the time limit; the
+      // fallbacks share what is left, so the whole call keeps to the limit.
+      const auto deadline = start + options.time_limit;
       if (lower_sets.status == enumeration_status::complete) {
-        s = detail::run_dp(g, dp_family::exact, options);
+        solve_options exact_part = options;
+        exact_part.time_limit = options.time_limit * 3 / 4;
+        s = detail::run_dp(g, dp_family::exact, exact_part);
         s.stats.lower_sets = lower_sets.count;
         const bool stopped = s.stats.cap_reached || s.stats.time_limit_reached;
         if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) break;
@@ -211,9 +217,11 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       // takes well under a second on the zoo's NAS networks.
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
       if (g.size() <= 600) fallbacks.push_back(method::approx);
-      for (method fallback : fallbacks) {
+      for (std::size_t i = 0; i < fallbacks.size(); ++i) {
         solve_options narrower = options;
-        narrower.method = fallback;
+        narrower.method = fallbacks[i];
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        narrower.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(fallbacks.size() - i));
         solution other = solve(g, narrower);
         if (other.status == solve_status::infeasible) continue;
         const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||

@@ -10,6 +10,7 @@
 #include <remat/simulate.hpp>
 
 #include "../support/random_graphs.hpp"
+#include "../support/shaped_graphs.hpp"
 #include "../support/small_graphs.hpp"
 
 using namespace remat;
@@ -118,9 +119,36 @@ TEST_CASE("baselines") {
 }
 
 TEST_CASE("descendant sums agree with a direct walk") {
-  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
-    const graph g = test::random_dag(40 + seed * 3, seed, 6, 3);
-    const auto sums = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
+  std::vector<graph> graphs;
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) graphs.push_back(test::random_dag(40 + seed * 3, seed, 6, 3));
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) graphs.push_back(test::random_dag(30 + seed, seed, 1, 1));
+  // Series pieces of several sizes, and inputs that feed late pieces.
+  graphs.push_back(test::resnet_like(6));
+  graphs.push_back(test::densenet_like(3, 5));
+  graphs.push_back(test::pspnet_like(4));
+  graphs.push_back(test::densenet_like(1, 90));  // a dense block over 512 nodes takes the table path
+  {
+    // A second input feeding the last node, as class labels feed a loss.
+    graph_builder b("labels-late");
+    auto node = [&](std::string name, std::string op, std::vector<std::size_t> inputs, std::uint64_t params) {
+      node_spec n;
+      n.name = std::move(name);
+      n.op = std::move(op);
+      n.inputs = std::move(inputs);
+      n.bytes = 4;
+      n.time = n.op == "input" ? 0 : 1;
+      n.params = params;
+      return b.add(std::move(n));
+    };
+    node("x", "input", {}, 0);
+    node("labels", "input", {}, 0);
+    std::size_t prev = 0;
+    for (int i = 0; i < 12; ++i) prev = node("v" + std::to_string(i), "op", {prev}, static_cast<std::uint64_t>(i));
+    node("loss", "loss", {prev, 1}, 100);
+    graphs.push_back(std::move(b).build());
+  }
+  for (const graph& g : graphs) {
+    const auto sums = descendant_sums(g, [&](std::size_t u) { return g.params(u) + 1; });
     for (node_id v = 0; v < g.size(); ++v) {
       std::vector<char> seen(g.size(), 0);
       std::vector<node_id> stack{v};
@@ -131,7 +159,7 @@ TEST_CASE("descendant sums agree with a direct walk") {
         for (node_id s : g.successors(u))
           if (!seen[s]) {
             seen[s] = 1;
-            expect += g.params(s);
+            expect += g.params(s) + 1;
             stack.push_back(s);
           }
       }

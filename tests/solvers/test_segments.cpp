@@ -133,6 +133,8 @@ TEST_CASE("solve: ogc and ogc-exact plans are kept-set plans measured by the sim
   CHECK(division.status == solve_status::feasible);
   CHECK(exact.status == solve_status::optimal);
   CHECK(exact.objective <= division.objective);
+  CHECK(exact.objective_lower_bound == exact.objective);  // proven
+  CHECK(division.objective_lower_bound <= exact.objective);
   CHECK(exact.message.find("optimal for Feng & Huang's objective") != std::string::npos);
 }
 

@@ -130,6 +130,13 @@ TEST_CASE("caps and time limits end with the best plan found, never an exception
   const solution timed = solve(g, o);
   CHECK(timed.status != solve_status::optimal);
   CHECK(!timed.best.steps.empty());
+  for (method m : all_methods) {  // a 1 ms limit still ends with a plan or a reason
+    solve_options quick;
+    quick.method = m;
+    quick.time_limit = std::chrono::milliseconds(1);
+    const solution s = solve(g, quick);
+    CHECK_MESSAGE((!s.best.steps.empty() || !s.message.empty()), to_string(m));
+  }
   CHECK_THROWS_AS((void)solve(g, [] {
     solve_options k;
     k.method = method::every_k;
