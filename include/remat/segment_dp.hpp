@@ -17,15 +17,16 @@
 /// closed segment and the open groups' bytes; labels are pruned by
 /// dominance (a label is no better than another when it keeps no fewer
 /// bytes, its kept + closed bytes are no fewer, and no open group is
-/// smaller) and by an incumbent plan (kept + the largest group so far is a
-/// lower bound on any completion).
+/// smaller) and by a threshold (kept + the largest group so far is a lower
+/// bound on any completion; solve_segments_exact chooses the thresholds).
 ///
-/// Complexity: O(n · S · (w + deg)) plus the dominance checks, where S is the
-/// number of labels alive at a step and w the frontier size. S is small when
-/// few nodes are open at once (chains, residual networks, Inception, NAS
-/// cells: at most 7 in the zoo; DenseNet's dense blocks collapse into one
-/// bundle), and exponential in the worst case; `max_labels` and the time
-/// limit stop it with the incumbent and a lower bound.
+/// Complexity: O(n · S · (w + deg)) plus the dominance scans, where S is the
+/// number of labels alive at a step and w the frontier size. S stays small
+/// when few nodes are open at once and the threshold is near the optimum
+/// (chains, ResNets, Inception; DenseNet's dense blocks collapse into one
+/// bundle); it grows exponentially with the open groups' combinations (NAS
+/// cells leave 6–7 nodes open), where `max_labels` and the time limit stop
+/// the search with the best kept set found and a lower bound.
 
 #include <algorithm>
 #include <chrono>
@@ -49,8 +50,8 @@ struct segment_dp_options {
   /// Each sweep that proves "nothing below T" is followed by one at
   /// T · threshold_growth (see solve_segments_exact).
   double threshold_growth = 1.25;
-  /// Labels per step kept by the heuristic sweep that improves the incumbent
-  /// before the proof (0: no such sweep).
+  /// Labels kept per step (over all states) by the heuristic sweep that
+  /// improves the incumbent before the proof (0: no such sweep).
   std::size_t beam = 256;
 };
 
@@ -62,10 +63,6 @@ namespace detail {
 struct segment_group {
   std::vector<node_id> frontier;  // undecided neighbours, ascending
   bool genuine = true;
-  friend bool operator<(const segment_group& a, const segment_group& b) {
-    return a.frontier != b.frontier ? a.frontier < b.frontier : a.genuine < b.genuine;
-  }
-  friend bool operator==(const segment_group&, const segment_group&) = default;
 };
 
 // A state's labels, one row each, sorted by kept bytes: row k is
@@ -124,13 +121,13 @@ struct segment_transition {
 
 class segment_sweep {
  public:
-  // `beam` > 0 keeps only that many labels per state after each step (least
-  // lower bound first): a heuristic sweep, never a proof.
-  segment_sweep(const graph& g, const segment_dp_options& options, std::uint64_t incumbent, std::size_t beam = 0)
-      : g_(g), options_(options), incumbent_(incumbent), beam_(beam), start_(std::chrono::steady_clock::now()) {}
+  // `beam` > 0 keeps only that many labels after each step, over all states
+  // (least lower bound first): a heuristic sweep, never a proof.
+  segment_sweep(const graph& g, const segment_dp_options& options, std::uint64_t threshold, std::size_t beam = 0)
+      : g_(g), options_(options), threshold_(threshold), beam_(beam), start_(std::chrono::steady_clock::now()) {}
 
-  // Runs the sweep. Returns the best kept set scoring below the incumbent, or
-  // nothing when none does (or the search stopped).
+  // Runs the sweep. Returns the best kept set scoring below the threshold,
+  // or nothing when none does (or the search stopped).
   std::optional<node_set> run() {
     const std::size_t n = g_.size();
     std::vector<segment_state> states(1);
@@ -161,7 +158,6 @@ class segment_sweep {
       std::size_t alive = 0;
       for (const segment_state& s : states) alive += s.size();
       stats.lower_sets += states.size();
-      peak_alive = std::max<std::uint64_t>(peak_alive, alive);
       if (alive == 0) break;
     }
     complete = true;
@@ -170,17 +166,15 @@ class segment_sweep {
     std::size_t best = 0;
     for (std::size_t k = 1; k < last.size(); ++k)
       if (last.settled(k) < last.settled(best)) best = k;
-    if (last.settled(best) >= incumbent_) return std::nullopt;
+    if (last.settled(best) >= threshold_) return std::nullopt;
     return decode(last.trail[best]);
   }
 
   // When the sweep stopped early: no kept set scores below this (every
-  // completion extends a label alive at that step, or scores no better than
-  // the incumbent).
+  // completion extends a label alive at that step, or reaches the threshold).
   std::uint64_t stopped_bound() const noexcept { return stopped_bound_; }
 
   solve_stats stats;
-  std::uint64_t peak_alive = 0;
   bool complete = false;
 
  private:
@@ -223,7 +217,7 @@ class segment_sweep {
   }
 
   std::uint64_t bound_over(const std::vector<segment_state>& states) const {
-    std::uint64_t bound = incumbent_;
+    std::uint64_t bound = threshold_;
     for (const segment_state& s : states)
       for (std::size_t k = 0; k < s.size(); ++k) bound = std::min(bound, label_bound(s, k));
     return bound;
@@ -324,7 +318,7 @@ class segment_sweep {
         open[i] = bytes;
         if (t.groups[i].genuine) largest = std::max(largest, bytes);
       }
-      if (kept + largest >= incumbent_) {
+      if (kept + largest >= threshold_) {
         ++stats.pruned;
         continue;
       }
@@ -380,7 +374,7 @@ class segment_sweep {
 
   const graph& g_;
   segment_dp_options options_;
-  std::uint64_t incumbent_;
+  std::uint64_t threshold_;
   std::size_t beam_;
   std::chrono::steady_clock::time_point start_;
   std::vector<node_id> order_;
