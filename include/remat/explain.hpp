@@ -401,10 +401,8 @@ inline explained_frontier simulated_frontier(const graph& g, const explanation& 
   out.message = r.message;
   for (const frontier_point& point : r.points) {
     const simulation sim = simulate(g, schedule_from_stages(g, point.stage_of));
-    // Recompute times summed in another order can differ in the last bits; a
-    // point that does not recompute less than the one before, up to that
-    // rounding, is not on the frontier.
-    if (!out.points.empty() && sim.recompute_time >= out.points.back().recompute_time * (1 - 1e-9)) continue;
+    if (!out.points.empty() && !detail::saves_recompute(sim.recompute_time, out.points.back().recompute_time))
+      continue;
     out.points.push_back({sim.peak_bytes + e.optimizer_state, sim.recompute_time, sim.overhead()});
   }
   return out;

@@ -475,8 +475,7 @@ inline ogc_solution solve_ogc(const graph& g) {
   ogc_solution out;
   out.kept = search.solve();
   out.cost = evaluate_segments(g, out.kept);
-  for (node_id v = 0; v < g.size(); ++v)
-    if (!is_segment_endpoint(g, v)) out.lower_bound = std::max(out.lower_bound, g.bytes(v));
+  out.lower_bound = largest_segment_node(g);
   out.stats.lower_sets = search.stats.pieces;
   out.stats.transitions = search.stats.max_terms;
   out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -452,10 +452,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
   }
   out.cost = detail::polish_segments(g, out.kept, out.cost);
 
-  // Every node is kept (pays its bytes) or lies in a segment (at least its bytes).
-  std::uint64_t lower = 0;
-  for (node_id v = 0; v < g.size(); ++v)
-    if (!is_segment_endpoint(g, v)) lower = std::max(lower, g.bytes(v));
+  std::uint64_t lower = largest_segment_node(g);
   const std::uint64_t upper = out.cost.total();
   // The first threshold is a guess, half the incumbent, given a quarter of
   // the labels and of the time: when the optimum lies below it that sweep finds it at once.

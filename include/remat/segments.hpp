@@ -48,6 +48,15 @@ inline bool is_segment_endpoint(const graph& g, std::size_t v) noexcept {
   return g.is_input(v) || g.successors(v).empty();
 }
 
+/// No kept set scores below this: every node that is not an endpoint is kept
+/// (paying its bytes) or lies in a segment (of at least its bytes). O(n).
+inline std::uint64_t largest_segment_node(const graph& g) noexcept {
+  std::uint64_t largest = 0;
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (!is_segment_endpoint(g, v)) largest = std::max(largest, g.bytes(v));
+  return largest;
+}
+
 /// Evaluates the objective for `kept` (endpoints count as kept whether or not
 /// they are members). O(n + m).
 inline segment_cost evaluate_segments(const graph& g, const node_set& kept) {

@@ -119,9 +119,9 @@ inline solution run_dp(const graph& g, dp_family family, const solve_options& op
   return s;
 }
 
-inline solution segment_plan_solution(const graph& g, const segment_solution& found, const std::string& name,
+inline solution segment_plan_solution(const graph& g, const segment_solution& found, method m,
                                       const solve_options& options) {
-  solution s = baseline_solution(g, plan::from_kept(g, found.kept, name), options);
+  solution s = baseline_solution(g, plan::from_kept(g, found.kept, std::string(to_string(m))), options);
   s.objective = static_cast<double>(found.cost.total());
   s.objective_lower_bound = static_cast<double>(found.lower_bound);
   s.stats.lower_sets = found.stats.lower_sets;
@@ -134,7 +134,7 @@ inline solution segment_plan_solution(const graph& g, const segment_solution& fo
   const std::string figure = std::to_string(found.cost.total()) + " bytes (kept " +
                              std::to_string(found.cost.kept_bytes) + " + largest segment " +
                              std::to_string(found.cost.largest_segment) + ")";
-  if (name == "ogc") {
+  if (m == method::ogc) {
     s.message = "Feng & Huang's objective " + figure + ", optimal only among plans that follow their division tree";
   } else if (found.optimal) {
     s.status = solve_status::optimal;
@@ -152,7 +152,7 @@ inline solution run_ogc_exact(const graph& g, const solve_options& options) {
   segment_dp_options dp;
   dp.time_limit = options.time_limit;
   dp.max_labels = options.max_segment_labels;
-  return segment_plan_solution(g, solve_segments_exact(g, dp, &division.kept), "ogc-exact", options);
+  return segment_plan_solution(g, solve_segments_exact(g, dp, &division.kept), method::ogc_exact, options);
 }
 
 }  // namespace detail
@@ -180,7 +180,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       s = solve_mincut(g, m);
       break;
     }
-    case method::ogc: s = detail::segment_plan_solution(g, solve_ogc(g), "ogc", options); break;
+    case method::ogc: s = detail::segment_plan_solution(g, solve_ogc(g), method::ogc, options); break;
     case method::ogc_exact: s = detail::run_ogc_exact(g, options); break;
     case method::exact: {
       // Regular training recomputes nothing. When its peak already meets the
@@ -215,6 +215,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       // (the principal family costs O(n²·(n + m)), so only on moderate
       // graphs), the min-cut stages and Feng & Huang's division search; each
       // takes well under a second on the zoo's NAS networks.
+      const std::uint64_t floor = per_op_floor(g).bytes;
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
       if (g.size() <= 600) fallbacks.push_back(method::approx);
       for (std::size_t i = 0; i < fallbacks.size(); ++i) {
@@ -229,7 +230,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
                                                                : other.claimed_recompute < s.claimed_recompute);
         if (better) {
           s = std::move(other);
-          s.peak_lower_bound = per_op_floor(g).bytes;
+          s.peak_lower_bound = floor;
         }
       }
       if (s.status == solve_status::optimal) s.status = solve_status::feasible;
