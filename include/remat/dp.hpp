@@ -25,8 +25,10 @@
 ///   recomputed values read by a backward, the kept bytes not yet released,
 ///   the forward peak; and for the time objective the recompute time). States
 ///   are keyed by (piece, lower set of the piece) using decompose_series.
-///   Worst case O(Σ_L |supersets(L)| · (|stage| + deg) · front) time; the
-///   number of lower sets is the driver (see lower_sets.hpp).
+///   A stage's cost takes O(|its first and last two pieces| + pieces between)
+///   (stage_evaluator summarises whole pieces), so the work is
+///   O(Σ_L |supersets(L)| · (piece size + pieces spanned + deg)) plus the labels;
+///   the number of lower sets is the driver (see lower_sets.hpp).
 /// * `prefix`: the prefixes of the id order (stages are id intervals): exact on
 ///   linear graphs, an approximation elsewhere. O(n · |stage| · (|stage| + deg)).
 /// * `principal`: Kusumoto's approximate family {∅} ∪ {↓v} ∪ {V}, all
@@ -39,6 +41,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -109,13 +112,37 @@ struct stage_cost {
 };
 
 /// Computes stage costs exactly as schedule_from_stages runs them. Scratch
-/// arrays are stamped, so one evaluation costs O(|V| + edges at V + |∂L|).
+/// arrays are stamped.
+///
+/// Long stages on series graphs. A stage that spans pieces i..j of
+/// decompose_series holds every piece between them whole, and a piece k with
+/// whole pieces on both sides (i < k < j − 1) always runs the same steps: none
+/// of its nodes is kept, and which of them the backward recomputes depends only
+/// on whether the stage recomputes the separator closing it (the separator
+/// opening it is then decided by the piece too). So each such piece is run once
+/// per case up front, and its effect on the memory in each phase (rise above
+/// the memory it starts from, net change) is added in O(1). An evaluation then
+/// costs O(|head| + |tail| + edges at them + |∂L| + pieces spanned + nodes the
+/// pieces recompute) instead of O(|V| + edges at V), where head and tail are
+/// the stage's nodes in piece i and in pieces j − 1 and j.
 class stage_evaluator {
  public:
-  explicit stage_evaluator(const graph& g)
-      : g_(g), mark_(g.size(), 0), flags_(g.size(), 0), pending_(g.size(), 0), release_(g.size(), 0) {
+  stage_evaluator(const graph& g, const series_decomposition& pieces, bool summarize_pieces = true)
+      : g_(g), pieces_(pieces), mark_(g.size(), 0), flags_(g.size(), 0), pending_(g.size(), 0),
+        release_(g.size(), 0) {
     resident_ = g.param_bytes() + g.input_bytes();
     total_params_ = g.param_bytes();
+    params_before_piece_.assign(pieces.pieces.size() + 1, 0);
+    for (std::size_t k = 0; k < pieces.pieces.size(); ++k) {
+      std::uint64_t params = 0;
+      for (node_id v = pieces.pieces[k].first; v <= pieces.pieces[k].last; ++v) params += g.params(v);
+      params_before_piece_[k + 1] = params_before_piece_[k] + params;
+    }
+    if (summarize_pieces && pieces.pieces.size() >= 3) {
+      middles_.resize(pieces.pieces.size());
+      for (std::size_t k = 1; k + 1 < pieces.pieces.size(); ++k)
+        for (bool closing : {false, true}) summarize(static_cast<std::uint32_t>(k), closing);
+    }
   }
 
   /// `in_base(u)`: u ∈ L. `stage`: V ascending. `frontier`: the nodes of L
@@ -124,12 +151,35 @@ class stage_evaluator {
   stage_cost evaluate(InBase&& in_base, const std::vector<node_id>& stage, const std::vector<node_id>& frontier,
                       std::uint64_t params_in_base) {
     ++stamp_;
-    for (node_id v : stage) mark(v, in_stage);
-    const auto in_v = [&](node_id u) { return has(u, in_stage); };
+    // head = stage[0, head_end), tail = stage[tail_begin, end); whole pieces
+    // first_middle..last_middle between them are summarised.
+    std::size_t head_end = stage.size(), tail_begin = stage.size();
+    std::uint32_t first_middle = 1, last_middle = 0;
+    middle_lo_ = 1;
+    middle_hi_ = 0;
+    if (!middles_.empty()) {
+      const std::uint32_t i = pieces_.piece_of[stage.front()], j = pieces_.piece_of[stage.back()];
+      if (j >= i + 3) {
+        first_middle = i + 1;
+        last_middle = j - 2;
+        middle_lo_ = pieces_.pieces[first_middle].first;
+        middle_hi_ = pieces_.pieces[last_middle].last;
+        head_end = static_cast<std::size_t>(std::lower_bound(stage.begin(), stage.end(), middle_lo_) - stage.begin());
+        tail_begin = static_cast<std::size_t>(std::upper_bound(stage.begin(), stage.end(), middle_hi_) - stage.begin());
+      }
+    }
+    const bool has_middle = first_middle <= last_middle;
+    const std::span<const node_id> head(stage.data(), head_end);
+    const std::span<const node_id> tail(stage.data() + tail_begin, stage.size() - tail_begin);
+    auto for_direct = [&](auto&& f) {
+      for (node_id v : head) f(v);
+      for (node_id v : tail) f(v);
+    };
+    for_direct([&](node_id v) { mark(v, in_stage); });
     stage_cost out;
 
-    std::uint64_t params_in_stage = 0;
-    for (node_id v : stage) {
+    std::uint64_t params_in_stage = has_middle ? params_before_piece_[last_middle + 1] - params_before_piece_[first_middle] : 0;
+    for_direct([&](node_id v) {
       params_in_stage += g_.params(v);
       bool boundary = g_.successors(v).empty() && reads_output(g_.reads(v));
       for (node_id s : g_.successors(v)) boundary = boundary || !in_v(s);
@@ -137,18 +187,14 @@ class stage_evaluator {
         mark(v, kept);
         out.kept_added += g_.bytes(v);
       }
-    }
+    });
 
     // Forward: operands from earlier stages are kept; stage nodes not kept die
     // after their last consumer.
     std::uint64_t live = 0, forward = 0;
-    for (node_id v : stage) {
-      forward = std::max(forward, live + g_.bytes(v) + g_.workspace(v));
-      live += g_.bytes(v);
-      for (node_id p : g_.predecessors(v))
-        if (in_v(p) && !has(p, kept) && g_.successors(p).back() == v) live -= g_.bytes(p);
-      if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
-    }
+    for (node_id v : head) forward_step(v, live, forward);
+    for (std::uint32_t k = first_middle; k <= last_middle; ++k) middles_[k].forward.apply(live, forward);
+    for (node_id v : tail) forward_step(v, live, forward);
 
     // Backward start: later parameter gradients, gradient buffers of nodes with
     // a consumer already done, kept values not yet released.
@@ -173,7 +219,7 @@ class stage_evaluator {
         pending_[u] = waiting;
       }
     }
-    for (node_id v : stage) {
+    for_direct([&](node_id v) {
       bool consumer_outside = false;
       std::uint32_t waiting = 0;
       for (node_id s : g_.successors(v)) {
@@ -189,83 +235,214 @@ class stage_evaluator {
         cur += g_.bytes(v);
         mark(v, alive);
       }
-    }
+    });
     // The kept bytes M include `released`; the caller adds M, and this stage's
     // peak is max(forward, backward − released) above it.
 
-    // Which dropped nodes the stage's backward needs, and when each dies.
-    for (std::size_t k = stage.size(); k-- > 0;) {
-      const node_id x = stage[k];
-      if (has(x, kept)) continue;
-      bool need = reads_output(g_.reads(x));
-      for (node_id s : g_.successors(x)) need = need || reads_inputs(g_.reads(s)) || has(s, recomputed);
-      if (need) mark(x, recomputed);
-    }
-    for (node_id x : stage) {
-      if (!has(x, recomputed)) continue;
-      // release_[x]: the backward after which x dies, or (as x + n) the
-      // recompute after which it dies.
-      if (reads_output(g_.reads(x))) {
-        release_[x] = x;
-        continue;
+    // Which dropped nodes the stage's backward needs, and when each dies. The
+    // whole pieces decide, from the last back, whether the one before them is
+    // recomputed.
+    auto decide = [&](node_id x) {
+      if (!has(x, kept) && needed(x)) mark(x, recomputed);
+    };
+    for (std::size_t k = tail.size(); k-- > 0;) decide(tail[k]);
+    const node_id head_closing = has_middle ? pieces_.pieces[first_middle - 1].last : 0;
+    const node_id middle_closing = has_middle ? pieces_.pieces[last_middle].last : 0;
+    if (has_middle) {
+      bool closing = needed(middle_closing);
+      if (closing) mark(middle_closing, recomputed);
+      closing_recomputed_.resize(last_middle - first_middle + 1);
+      for (std::uint32_t k = last_middle + 1; k-- > first_middle;) {
+        closing_recomputed_[k - first_middle] = closing;
+        closing = middles_[k].opening_recomputed[closing];
       }
-      node_id reader = 0, last_recompute = 0;
-      bool has_reader = false;
-      for (node_id s : g_.successors(x)) {
-        if (reads_inputs(g_.reads(s)) && (!has_reader || s < reader)) {
-          reader = s;
-          has_reader = true;
-        }
-        if (has(s, recomputed)) last_recompute = std::max(last_recompute, s);
-      }
-      release_[x] = has_reader ? reader : static_cast<std::uint64_t>(last_recompute) + g_.size();
+      if (closing) mark(head_closing, recomputed);
     }
+    for (std::size_t k = head.size(); k-- > 0;)
+      if (!has_middle || head[k] != head_closing) decide(head[k]);
+    for_direct([&](node_id x) {
+      if (has(x, recomputed)) set_release(x);
+    });
+    if (has_middle && has(middle_closing, recomputed)) set_release(middle_closing);
+    if (has_middle) release_[head_closing] = never;  // the whole pieces release it
 
     std::uint64_t backward = 0;
-    for (node_id x : stage) {
-      if (!has(x, recomputed)) continue;
-      backward = std::max(backward, cur + g_.bytes(x) + g_.workspace(x));
-      cur += g_.bytes(x);
-      mark(x, alive);
+    auto recompute = [&](node_id x) {
+      if (!has(x, recomputed)) return;
+      recompute_step(x, cur, backward);
       out.recompute += g_.time(x);
-      for (node_id p : g_.predecessors(x))
-        if (has(p, recomputed) && release_[p] == static_cast<std::uint64_t>(x) + g_.size()) {
-          cur -= g_.bytes(p);
-          unmark(p, alive);
-        }
+    };
+    for (node_id x : head) recompute(x);
+    for (std::uint32_t k = first_middle; k <= last_middle; ++k) {
+      const middle_piece& m = middles_[k];
+      const bool closing = closing_recomputed_[k - first_middle];
+      m.recompute[closing].apply(cur, backward);
+      out.recompute += m.recompute_time[closing];
     }
-    for (std::size_t k = stage.size(); k-- > 0;) {
-      const node_id v = stage[k];
-      std::uint64_t allocated = g_.params(v) + (g_.successors(v).empty() ? g_.bytes(v) : 0);
-      for (node_id p : g_.predecessors(v))
-        if (!g_.is_input(p) && !has(p, grad)) {
-          mark(p, grad);
-          allocated += g_.bytes(p);
-        }
-      backward = std::max(backward, cur + allocated + g_.backward_workspace(v));
-      cur += allocated;
-      cur -= g_.bytes(v);  // v's gradient dies with its backward
-      if (has(v, alive)) {
-        cur -= g_.bytes(v);
-        unmark(v, alive);
-      }
-      for (node_id p : g_.predecessors(v)) {
-        if (g_.is_input(p)) continue;
-        --pending_[p];
-        if (!has(p, alive)) continue;
-        const bool dies = has(p, recomputed) ? release_[p] == v : pending_[p] == 0 && !reads_output(g_.reads(p));
-        if (dies) {
-          cur -= g_.bytes(p);
-          unmark(p, alive);
-        }
-      }
-    }
+    if (has_middle && has(middle_closing, recomputed)) mark(middle_closing, alive);
+    for (node_id x : tail) recompute(x);
+
+    for (std::size_t k = tail.size(); k-- > 0;) backward_step(tail[k], cur, backward);
+    for (std::uint32_t k = last_middle + 1; k-- > first_middle;)
+      middles_[k].backward[closing_recomputed_[k - first_middle] != 0].apply(cur, backward);
+    if (has_middle && !reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
+    for (std::size_t k = head.size(); k-- > 0;) backward_step(head[k], cur, backward);
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
     return out;
   }
 
  private:
   enum : std::uint8_t { in_stage = 1, kept = 2, alive = 4, grad = 8, recomputed = 16 };
+  static constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
+
+  // A run of steps seen from the memory it starts at: the highest it reaches
+  // above it, and where it ends (modulo 2⁶⁴, so a fall wraps and adds back).
+  struct phase_effect {
+    std::uint64_t rise = 0, net = 0;
+    bool any = false;
+    void apply(std::uint64_t& memory, std::uint64_t& peak) const {
+      if (any) peak = std::max(peak, memory + rise);
+      memory += net;
+    }
+  };
+  // A whole piece between whole pieces; arrays indexed by whether the stage
+  // recomputes the separator closing it.
+  struct middle_piece {
+    phase_effect forward;
+    phase_effect recompute[2], backward[2];
+    bool opening_recomputed[2] = {false, false};
+    double recompute_time[2] = {0, 0};
+  };
+
+  bool in_v(node_id u) const {
+    return has(u, in_stage) || (middle_lo_ <= u && u <= middle_hi_ && !g_.is_input(u));
+  }
+
+  bool needed(node_id x) const {
+    bool need = reads_output(g_.reads(x));
+    for (node_id s : g_.successors(x)) need = need || reads_inputs(g_.reads(s)) || has(s, recomputed);
+    return need;
+  }
+
+  // release_[x]: the backward after which x dies, or (as x + n) the recompute
+  // after which it dies.
+  void set_release(node_id x) {
+    if (reads_output(g_.reads(x))) {
+      release_[x] = x;
+      return;
+    }
+    node_id reader = 0, last_recompute = 0;
+    bool has_reader = false;
+    for (node_id s : g_.successors(x)) {
+      if (reads_inputs(g_.reads(s)) && (!has_reader || s < reader)) {
+        reader = s;
+        has_reader = true;
+      }
+      if (has(s, recomputed)) last_recompute = std::max(last_recompute, s);
+    }
+    release_[x] = has_reader ? reader : static_cast<std::uint64_t>(last_recompute) + g_.size();
+  }
+
+  void forward_step(node_id v, std::uint64_t& live, std::uint64_t& forward) const {
+    forward = std::max(forward, live + g_.bytes(v) + g_.workspace(v));
+    live += g_.bytes(v);
+    for (node_id p : g_.predecessors(v))
+      if (in_v(p) && !has(p, kept) && g_.successors(p).back() == v) live -= g_.bytes(p);
+    if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
+  }
+
+  void recompute_step(node_id x, std::uint64_t& cur, std::uint64_t& peak) {
+    peak = std::max(peak, cur + g_.bytes(x) + g_.workspace(x));
+    cur += g_.bytes(x);
+    mark(x, alive);
+    for (node_id p : g_.predecessors(x))
+      if (has(p, recomputed) && release_[p] == static_cast<std::uint64_t>(x) + g_.size()) {
+        cur -= g_.bytes(p);
+        unmark(p, alive);
+      }
+  }
+
+  void backward_step(node_id v, std::uint64_t& cur, std::uint64_t& peak) {
+    std::uint64_t allocated = g_.params(v) + (g_.successors(v).empty() ? g_.bytes(v) : 0);
+    for (node_id p : g_.predecessors(v))
+      if (!g_.is_input(p) && !has(p, grad)) {
+        mark(p, grad);
+        allocated += g_.bytes(p);
+      }
+    peak = std::max(peak, cur + allocated + g_.backward_workspace(v));
+    cur += allocated;
+    cur -= g_.bytes(v);  // v's gradient dies with its backward
+    if (has(v, alive)) {
+      cur -= g_.bytes(v);
+      unmark(v, alive);
+    }
+    for (node_id p : g_.predecessors(v)) {
+      if (g_.is_input(p)) continue;
+      --pending_[p];
+      if (!has(p, alive)) continue;
+      const bool dies = has(p, recomputed) ? release_[p] == v : pending_[p] == 0 && !reads_output(g_.reads(p));
+      if (dies) {
+        cur -= g_.bytes(p);
+        unmark(p, alive);
+      }
+    }
+  }
+
+  // Runs piece k as a whole piece of a stage whose backward recomputes (or
+  // not) the separator closing it, with the same steps evaluate() takes.
+  void summarize(std::uint32_t k, bool closing) {
+    ++stamp_;
+    const auto& pc = pieces_.pieces[k];
+    const node_id opening = pieces_.pieces[k - 1].last;
+    middle_lo_ = opening;
+    middle_hi_ = pc.last;
+    middle_piece& m = middles_[k];
+    // Start from a high base so that falls below the start stay representable.
+    constexpr std::uint64_t base = std::uint64_t{1} << 62;
+    auto effect = [&](std::uint64_t end, std::uint64_t peak, bool any) {
+      return phase_effect{any ? peak - base : 0, end - base, any};
+    };
+    std::uint64_t live = base, forward = 0;
+    for (node_id v = pc.first; v <= pc.last; ++v)
+      if (!g_.is_input(v)) forward_step(v, live, forward);
+    m.forward = effect(live, forward, true);
+
+    if (closing) mark(pc.last, recomputed);
+    for (node_id v = pc.last; v-- > pc.first;)
+      if (!g_.is_input(v) && needed(v)) mark(v, recomputed);
+    const bool opening_needed = needed(opening);
+    m.opening_recomputed[closing] = opening_needed;
+    if (opening_needed) {
+      mark(opening, recomputed);
+      set_release(opening);
+      mark(opening, alive);
+    }
+    for (node_id v = pc.first; v < pc.last; ++v)
+      if (has(v, recomputed)) set_release(v);
+
+    std::uint64_t cur = base, peak = 0;
+    bool any = false;
+    for (node_id v = pc.first; v <= pc.last; ++v) {
+      if (g_.is_input(v) || !has(v, recomputed)) continue;
+      recompute_step(v, cur, peak);
+      m.recompute_time[closing] += g_.time(v);
+      any = true;
+    }
+    m.recompute[closing] = effect(cur, peak, any);
+
+    // The next piece has taken the closing separator's gradient buffer and,
+    // unless its own backward reads it, released its recomputed value.
+    mark(pc.last, grad);
+    if (closing && !reads_output(g_.reads(pc.last))) unmark(pc.last, alive);
+    cur = base;
+    peak = 0;
+    for (node_id v = pc.last + 1; v-- > pc.first;)
+      if (!g_.is_input(v)) backward_step(v, cur, peak);
+    m.backward[closing] = effect(cur, peak, true);
+    middle_lo_ = 1;
+    middle_hi_ = 0;
+  }
+
   void mark(node_id v, std::uint8_t f) {
     if (mark_[v] != stamp_) {
       mark_[v] = stamp_;
@@ -279,12 +456,17 @@ class stage_evaluator {
   bool has(node_id v, std::uint8_t f) const { return mark_[v] == stamp_ && (flags_[v] & f) != 0; }
 
   const graph& g_;
+  const series_decomposition& pieces_;
   std::vector<std::uint64_t> mark_;
   std::vector<std::uint8_t> flags_;
   std::vector<std::uint32_t> pending_;
   std::vector<std::uint64_t> release_;
   std::uint64_t stamp_ = 0;
   std::uint64_t resident_ = 0, total_params_ = 0;
+  std::vector<std::uint64_t> params_before_piece_;
+  std::vector<middle_piece> middles_;  // empty: no summaries
+  std::vector<char> closing_recomputed_;
+  node_id middle_lo_ = 1, middle_hi_ = 0;
 };
 
 struct dp_label {
@@ -303,7 +485,7 @@ class dp_engine {
   dp_engine(const graph& g, const dp_options& options)
       : g_(g), options_(options), pieces_(decompose_series(g)),
         constraints_(options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{}),
-        evaluator_(g), walker_(g, &constraints_),
+        evaluator_(g, pieces_), walker_(g, &constraints_),
         start_time_(std::chrono::steady_clock::now()) {
     computed_before_.assign(g.size() + 1, 0);
     params_before_.assign(g.size() + 1, 0);
@@ -419,6 +601,25 @@ class dp_engine {
       finishes[t.from] = 1;
       least_left[t.from] = std::min(least_left[t.from], t.recompute + least_left[t.to]);
     }
+    // Up to flat_kept[s] kept bytes, a state still finishes with its least
+    // recompute left (over stages that reach it). Labels there differ only in
+    // recompute, so one of them dominates every label at s that recomputes
+    // more, whatever it keeps: where memory is slack (the cheap tail of a
+    // ResNet) the Pareto fronts collapse to a point.
+    std::vector<std::uint64_t> flat_kept(count, 0);
+    std::vector<char> flat(count, 0);
+    flat[final] = 1;
+    flat_kept[final] = unreachable;
+    for (std::size_t k = transitions_.size(); k-- > 0;) {
+      const transition& t = transitions_[k];
+      if (!flat[t.to] || t.peak > budget || flat_kept[t.to] < t.kept_added ||
+          t.recompute + least_left[t.to] != least_left[t.from])
+        continue;
+      const std::uint64_t here = std::min(budget - t.peak, flat_kept[t.to] - t.kept_added);
+      if (!flat[t.from] || here > flat_kept[t.from]) flat_kept[t.from] = here;
+      flat[t.from] = 1;
+    }
+    std::vector<double> flat_best(count, std::numeric_limits<double>::infinity());
     // Any complete plan bounds the recompute: follow the least-kept stages.
     std::vector<std::uint64_t> kept(count, unreachable);
     std::vector<double> spent(count, 0);
@@ -439,9 +640,11 @@ class dp_engine {
     push_label(0, {0, 0, 0, 0, npos});
     for (const transition& t : transitions_) {
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;
-      const std::vector<std::uint32_t> front = fronts_[t.from];
+      const std::vector<std::uint32_t>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
       for (std::uint32_t i : front) {
         const dp_label x = labels_[i];
+        // Dominated by a flat label (by more than rounding: the two may finish on different stages).
+        if (two_dimensional && saves_recompute(flat_best[t.from], x.recompute)) continue;
         const std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
         const std::uint64_t next_kept = x.kept + t.kept_added;
         const double recompute = x.recompute + t.recompute;
@@ -449,6 +652,10 @@ class dp_engine {
         // A label that cannot beat a known complete plan is dropped; ties are kept
         // (they may have the lower peak the tie-break prefers).
         if (recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300) continue;
+        if (two_dimensional) {
+          if (saves_recompute(flat_best[t.to], recompute)) continue;
+          if (flat[t.to] && next_kept <= flat_kept[t.to]) flat_best[t.to] = std::min(flat_best[t.to], recompute);
+        }
         push_label(t.to, {next_kept, peak, recompute, t.to, i});
       }
       if (labels_.size() > options_.max_labels) {

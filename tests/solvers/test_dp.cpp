@@ -179,6 +179,58 @@ TEST_CASE("a cap stops the search with the best plan found, never an exception")
   CHECK(!r.complete);
 }
 
+TEST_CASE("stage costs from piece summaries equal those walked node by node, for every stage") {
+  // Series graphs with many pieces: narrow random DAGs (integer times, so
+  // recompute sums are exact), chains, and ResNet-like blocks.
+  std::vector<graph> graphs;
+  for (std::uint64_t seed = 1; seed <= 160; ++seed)
+    graphs.push_back(test::random_dag(8 + seed % 12, seed, 1 + seed % 2, 1 + seed % 2));
+  graphs.push_back(test::resnet_like(5, 2));
+  graphs.push_back(test::pspnet_like(4));
+  std::size_t stages = 0, summarised = 0;
+  for (const graph& g : graphs) {
+    const series_decomposition pieces = decompose_series(g);
+    detail::stage_evaluator by_pieces(g, pieces), by_nodes(g, pieces, false);
+    std::vector<node_set> sets;
+    enumerate_lower_sets(g, [&](const node_set& s) {
+      sets.push_back(s);
+      return sets.size() < 300;
+    });
+    for (const node_set& base : sets) {
+      std::vector<node_id> frontier;
+      std::uint64_t params_in_base = 0;
+      for (node_id u = 0; u < g.size(); ++u) {
+        if (!base.contains(u)) continue;
+        params_in_base += g.params(u);
+        for (node_id c : g.successors(u))
+          if (!base.contains(c)) {
+            frontier.push_back(u);
+            break;
+          }
+      }
+      const auto in_base = [&](node_id u) { return base.contains(u); };
+      for (const node_set& top : sets) {
+        std::vector<node_id> stage;
+        bool superset = true;
+        for (node_id u = 0; u < g.size() && superset; ++u) {
+          if (base.contains(u) && !top.contains(u)) superset = false;
+          if (top.contains(u) && !base.contains(u)) stage.push_back(u);
+        }
+        if (!superset || stage.empty()) continue;
+        const detail::stage_cost a = by_pieces.evaluate(in_base, stage, frontier, params_in_base);
+        const detail::stage_cost b = by_nodes.evaluate(in_base, stage, frontier, params_in_base);
+        ++stages;
+        summarised += pieces.piece_of[stage.back()] >= pieces.piece_of[stage.front()] + 3 ? 1 : 0;
+        REQUIRE(a.kept_added == b.kept_added);
+        REQUIRE(a.peak == b.peak);
+        REQUIRE(a.recompute == doctest::Approx(b.recompute).epsilon(1e-12));
+      }
+    }
+  }
+  MESSAGE(stages << " stages, " << summarised << " of them across whole pieces");
+  CHECK(summarised > 10000);
+}
+
 TEST_CASE("lower sets: counting per piece equals full enumeration") {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     const graph g = test::random_dag(5 + seed % 15, seed, 1 + seed % 4, 1 + seed % 3);
