@@ -25,9 +25,10 @@
 ///   recomputed values read by a backward, the kept bytes not yet released,
 ///   the forward peak; and for the time objective the recompute time). States
 ///   are keyed by (piece, lower set of the piece) using decompose_series.
-///   A stage's cost takes O(|its first and last two pieces| + pieces between)
-///   (stage_evaluator summarises whole pieces), so the work is
-///   O(Σ_L |supersets(L)| · (piece size + pieces spanned + deg)) plus the labels;
+///   A stage's cost takes O(|its first and last two pieces| + log(pieces
+///   between)) (stage_evaluator summarises runs of whole pieces), and its
+///   target state is found by a running XOR of node keys, so the work is
+///   O(Σ_L |supersets(L)| · (piece size + log pieces + deg)) plus the labels;
 ///   the number of lower sets is the driver (see lower_sets.hpp).
 /// * `prefix`: the prefixes of the id order (stages are id intervals): exact on
 ///   linear graphs, an approximation elsewhere. O(n · |stage| · (|stage| + deg)).
@@ -35,6 +36,7 @@
 ///   comparable pairs. O(n² · (n + m)).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <chrono>
 #include <cstddef>
@@ -120,11 +122,13 @@ struct stage_cost {
 /// of its nodes is kept, and which of them the backward recomputes depends only
 /// on whether the stage recomputes the separator closing it (the separator
 /// opening it is then decided by the piece too). So each such piece is run once
-/// per case up front, and its effect on the memory in each phase (rise above
-/// the memory it starts from, net change) is added in O(1). An evaluation then
-/// costs O(|head| + |tail| + edges at them + |∂L| + pieces spanned + nodes the
-/// pieces recompute) instead of O(|V| + edges at V), where head and tail are
-/// the stage's nodes in piece i and in pieces j − 1 and j.
+/// per case up front, giving its effect on the memory in each phase (rise above
+/// the memory it starts from, net change). Effects compose, so runs of 2^l
+/// consecutive pieces are composed too (binary lifting: the upper half's case
+/// picks the lower half's), and any run is O(log) blocks. An evaluation then
+/// costs O(|head| + |tail| + edges at them + |∂L| + log(pieces spanned))
+/// instead of O(|V| + edges at V), where head and tail are the stage's nodes
+/// in piece i and in pieces j − 1 and j.
 class stage_evaluator {
  public:
   stage_evaluator(const graph& g, const series_decomposition& pieces, bool summarize_pieces = true)
@@ -139,9 +143,21 @@ class stage_evaluator {
       params_before_piece_[k + 1] = params_before_piece_[k] + params;
     }
     if (summarize_pieces && pieces.pieces.size() >= 3) {
-      middles_.resize(pieces.pieces.size());
+      std::vector<std::array<piece_run, 2>> single(pieces.pieces.size());
       for (std::size_t k = 1; k + 1 < pieces.pieces.size(); ++k)
-        for (bool closing : {false, true}) summarize(static_cast<std::uint32_t>(k), closing);
+        for (bool closing : {false, true}) single[k][closing] = summarize(static_cast<std::uint32_t>(k), closing);
+      runs_.push_back(std::move(single));
+      // runs_[l][k]: pieces k − 2^l + 1 .. k, the upper half's case deciding the lower's
+      for (std::size_t half = 1; 2 * half <= pieces.pieces.size() - 2; half *= 2) {
+        const auto& below = runs_.back();
+        std::vector<std::array<piece_run, 2>> doubled(pieces.pieces.size());
+        for (std::size_t k = 2 * half; k + 1 < pieces.pieces.size(); ++k)
+          for (bool closing : {false, true}) {
+            const piece_run& upper = below[k][closing];
+            doubled[k][closing] = upper.above(below[k - half][upper.opening_recomputed]);
+          }
+        runs_.push_back(std::move(doubled));
+      }
     }
   }
 
@@ -157,7 +173,7 @@ class stage_evaluator {
     std::uint32_t first_middle = 1, last_middle = 0;
     middle_lo_ = 1;
     middle_hi_ = 0;
-    if (!middles_.empty()) {
+    if (!runs_.empty()) {
       const std::uint32_t i = pieces_.piece_of[stage.front()], j = pieces_.piece_of[stage.back()];
       if (j >= i + 3) {
         first_middle = i + 1;
@@ -193,12 +209,8 @@ class stage_evaluator {
       }
     }
 
-    // Forward: operands from earlier stages are kept; stage nodes not kept die
-    // after their last consumer.
-    std::uint64_t live = 0, forward = 0;
-    for (node_id v : head) forward_step(v, live, forward);
-    for (std::uint32_t k = first_middle; k <= last_middle; ++k) middles_[k].forward.apply(live, forward);
-    for (node_id v : tail) forward_step(v, live, forward);
+    const node_id head_closing = has_middle ? pieces_.pieces[first_middle - 1].last : 0;
+    const node_id middle_closing = has_middle ? pieces_.pieces[last_middle].last : 0;
 
     // Backward start: later parameter gradients, gradient buffers of nodes with
     // a consumer already done, kept values not yet released.
@@ -250,18 +262,23 @@ class stage_evaluator {
       if (!has(x, kept) && needed(x)) mark(x, recomputed);
     };
     for (std::size_t k = tail.size(); k-- > 0;) decide(tail[k]);
-    const node_id head_closing = has_middle ? pieces_.pieces[first_middle - 1].last : 0;
-    const node_id middle_closing = has_middle ? pieces_.pieces[last_middle].last : 0;
+    // The whole pieces run as one; whether the stage recomputes the separator
+    // closing them decides, piece by piece downwards, which they recompute.
+    piece_run middle;
     if (has_middle) {
-      bool closing = needed(middle_closing);
+      const bool closing = needed(middle_closing);
       if (closing) mark(middle_closing, recomputed);
-      closing_recomputed_.resize(last_middle - first_middle + 1);
-      for (std::uint32_t k = last_middle + 1; k-- > first_middle;) {
-        closing_recomputed_[k - first_middle] = closing;
-        closing = middles_[k].opening_recomputed[closing];
-      }
-      if (closing) mark(head_closing, recomputed);
+      middle = run_of(first_middle, last_middle, closing);
+      if (middle.opening_recomputed) mark(head_closing, recomputed);
     }
+
+    // Forward: operands from earlier stages are kept; stage nodes not kept die
+    // after their last consumer.
+    std::uint64_t live = 0, forward = 0;
+    for (node_id v : head) forward_step(v, live, forward);
+    middle.forward.apply(live, forward);
+    for (node_id v : tail) forward_step(v, live, forward);
+
     for (std::size_t k = head.size(); k-- > 0;)
       if (!has_middle || head[k] != head_closing) decide(head[k]);
     for (node_id x : direct)
@@ -276,18 +293,13 @@ class stage_evaluator {
       out.recompute += g_.time(x);
     };
     for (node_id x : head) recompute(x);
-    for (std::uint32_t k = first_middle; k <= last_middle; ++k) {
-      const middle_piece& m = middles_[k];
-      const bool closing = closing_recomputed_[k - first_middle];
-      m.recompute[closing].apply(cur, backward);
-      out.recompute += m.recompute_time[closing];
-    }
+    middle.recompute.apply(cur, backward);
+    out.recompute += middle.recompute_time;
     if (has_middle && has(middle_closing, recomputed)) mark(middle_closing, alive);
     for (node_id x : tail) recompute(x);
 
     for (std::size_t k = tail.size(); k-- > 0;) backward_step(tail[k], cur, backward);
-    for (std::uint32_t k = last_middle + 1; k-- > first_middle;)
-      middles_[k].backward[closing_recomputed_[k - first_middle] != 0].apply(cur, backward);
+    middle.backward.apply(cur, backward);
     if (has_middle && !reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
     for (std::size_t k = head.size(); k-- > 0;) backward_step(head[k], cur, backward);
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
@@ -299,7 +311,8 @@ class stage_evaluator {
   static constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
 
   // A run of steps seen from the memory it starts at: the highest it reaches
-  // above it, and where it ends (modulo 2⁶⁴, so a fall wraps and adds back).
+  // above it, and where it ends (modulo 2⁶⁴, so a fall wraps and adds back;
+  // comparisons between rises are signed for the same reason).
   struct phase_effect {
     std::uint64_t rise = 0, net = 0;
     bool any = false;
@@ -307,15 +320,46 @@ class stage_evaluator {
       if (any) peak = std::max(peak, memory + rise);
       memory += net;
     }
+    // this run, then `next`
+    phase_effect then(const phase_effect& next) const {
+      if (!next.any) return {rise, net + next.net, any};
+      const std::uint64_t later = net + next.rise;
+      const bool higher = !any || static_cast<std::int64_t>(later) > static_cast<std::int64_t>(rise);
+      return {higher ? later : rise, net + next.net, true};
+    }
   };
-  // A whole piece between whole pieces; arrays indexed by whether the stage
-  // recomputes the separator closing it.
-  struct middle_piece {
-    phase_effect forward;
-    phase_effect recompute[2], backward[2];
-    bool opening_recomputed[2] = {false, false};
-    double recompute_time[2] = {0, 0};
+  // Whole pieces between whole pieces, run by a stage that recomputes (or not)
+  // the separator closing the highest of them.
+  struct piece_run {
+    phase_effect forward, recompute, backward;
+    double recompute_time = 0;
+    bool opening_recomputed = false;  // the separator opening the lowest piece
+    // this run on top of the run just below it (which starts in the case this one passes down)
+    piece_run above(const piece_run& lower) const {
+      return {lower.forward.then(forward), lower.recompute.then(recompute), backward.then(lower.backward),
+              lower.recompute_time + recompute_time, lower.opening_recomputed};
+    }
   };
+
+  // Pieces first..last composed from the blocks of runs_, highest first.
+  piece_run run_of(std::uint32_t first, std::uint32_t last, bool closing) const {
+    std::uint32_t top = last;
+    std::size_t remaining = last - first + 1;
+    piece_run out;
+    bool started = false;
+    for (std::size_t level = runs_.size(); level-- > 0;) {
+      const std::size_t size = std::size_t{1} << level;
+      if (remaining < size) continue;
+      const piece_run& block = runs_[level][top][closing];
+      out = started ? out.above(block) : block;
+      started = true;
+      closing = block.opening_recomputed;
+      top -= static_cast<std::uint32_t>(size);
+      remaining -= size;
+      if (remaining >= size) ++level;  // the same size may fit again
+    }
+    return out;
+  }
 
   bool in_v(node_id u) const {
     return has(u, in_stage) || (middle_lo_ <= u && u <= middle_hi_ && !g_.is_input(u));
@@ -396,13 +440,13 @@ class stage_evaluator {
 
   // Runs piece k as a whole piece of a stage whose backward recomputes (or
   // not) the separator closing it, with the same steps evaluate() takes.
-  void summarize(std::uint32_t k, bool closing) {
+  piece_run summarize(std::uint32_t k, bool closing) {
     ++stamp_;
     const auto& pc = pieces_.pieces[k];
     const node_id opening = pieces_.pieces[k - 1].last;
     middle_lo_ = opening;
     middle_hi_ = pc.last;
-    middle_piece& m = middles_[k];
+    piece_run m;
     // Start from a high base so that falls below the start stay representable.
     constexpr std::uint64_t base = std::uint64_t{1} << 62;
     auto effect = [&](std::uint64_t end, std::uint64_t peak, bool any) {
@@ -417,7 +461,7 @@ class stage_evaluator {
     for (node_id v = pc.last; v-- > pc.first;)
       if (!g_.is_input(v) && needed(v)) mark(v, recomputed);
     const bool opening_needed = needed(opening);
-    m.opening_recomputed[closing] = opening_needed;
+    m.opening_recomputed = opening_needed;
     if (opening_needed) {
       mark(opening, recomputed);
       set_release(opening);
@@ -431,10 +475,10 @@ class stage_evaluator {
     for (node_id v = pc.first; v <= pc.last; ++v) {
       if (g_.is_input(v) || !has(v, recomputed)) continue;
       recompute_step(v, cur, peak);
-      m.recompute_time[closing] += g_.time(v);
+      m.recompute_time += g_.time(v);
       any = true;
     }
-    m.recompute[closing] = effect(cur, peak, any);
+    m.recompute = effect(cur, peak, any);
 
     // The next piece has taken the closing separator's gradient buffer and,
     // unless its own backward reads it, released its recomputed value.
@@ -444,9 +488,10 @@ class stage_evaluator {
     peak = 0;
     for (node_id v = pc.last + 1; v-- > pc.first;)
       if (!g_.is_input(v)) backward_step(v, cur, peak);
-    m.backward[closing] = effect(cur, peak, true);
+    m.backward = effect(cur, peak, true);
     middle_lo_ = 1;
     middle_hi_ = 0;
+    return m;
   }
 
   void mark(node_id v, std::uint8_t f) {
@@ -470,8 +515,7 @@ class stage_evaluator {
   std::uint64_t stamp_ = 0;
   std::uint64_t resident_ = 0, total_params_ = 0;
   std::vector<std::uint64_t> params_before_piece_;
-  std::vector<middle_piece> middles_;  // empty: no summaries
-  std::vector<char> closing_recomputed_;
+  std::vector<std::vector<std::array<piece_run, 2>>> runs_;  // empty: no summaries
   std::vector<node_id> direct_;
   node_id middle_lo_ = 1, middle_hi_ = 0;
 };
@@ -501,6 +545,16 @@ class dp_engine {
       params_before_[v + 1] = params_before_[v] + g.params(v);
     }
     total_computed_ = computed_before_[g.size()];
+    // A random key per computed node; a lower set's key is the XOR of its
+    // members', so a stage's target is found from the walk's running XOR
+    // without building its set (the candidates are then checked exactly).
+    key_of_.assign(g.size(), 0);
+    key_before_.assign(g.size() + 1, 0);
+    std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    for (node_id v = 0; v < g.size(); ++v) {
+      if (!g.is_input(v)) key_of_[v] = splitmix64(seed);
+      key_before_[v + 1] = key_before_[v] ^ key_of_[v];
+    }
     resident_ = g.param_bytes() + g.input_bytes();
     buckets_.resize(total_computed_ + 1);
   }
@@ -527,14 +581,14 @@ class dp_engine {
   }
 
   /// The final lower set (every computed node), if it was reached.
-  std::optional<std::uint32_t> final_state() const {
-    const auto& pc = pieces_.pieces.back();
-    node_set full(piece_size(static_cast<std::uint32_t>(pieces_.pieces.size() - 1)));
-    for (node_id v = pc.first; v <= pc.last; ++v)
-      if (!g_.is_input(v)) full.insert(v - pc.first);
-    auto it = index_.find({static_cast<std::uint32_t>(pieces_.pieces.size() - 1), full});
-    if (it == index_.end() || min_kept_[it->second] == unreachable) return std::nullopt;
-    return it->second;
+  std::optional<std::uint32_t> final_state() {
+    const auto last = static_cast<std::uint32_t>(pieces_.pieces.size() - 1);
+    for (std::uint32_t id = first_with_key(key_before_[g_.size()]); id != npos; id = same_key_next_[id]) {
+      const state& st = states_[id];
+      if (st.piece == last && st.count == piece_size(last) - inputs_in(last))
+        return min_kept_[id] == unreachable ? std::nullopt : std::optional<std::uint32_t>(id);
+    }
+    return std::nullopt;
   }
 
   /// Phase 2: can every stage stay within `budget`? One pass over the kept
@@ -648,7 +702,22 @@ class dp_engine {
     for (const transition& t : transitions_) {
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;
       const std::vector<std::uint32_t>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
-      for (std::uint32_t i : front) {
+      auto first = front.begin(), last = front.end();
+      if (two_dimensional) {
+        // The staircase rises in kept bytes and falls in recompute, and each
+        // test below drops labels at one end of it: search for the rest.
+        first = std::partition_point(first, last, [&](std::uint32_t i) {
+          const double r = labels_[i].recompute;
+          return saves_recompute(flat_best[t.from], r) ||
+                 r + t.recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300;
+        });
+        last = std::partition_point(first, last, [&](std::uint32_t i) {
+          const std::uint64_t k = labels_[i].kept;
+          return k + t.peak <= budget && k + t.kept_added <= most_kept[t.to];
+        });
+      }
+      for (auto at = first; at != last; ++at) {
+        const std::uint32_t i = *at;
         const dp_label x = labels_[i];
         // Dominated by a flat label (by more than rounding: the two may finish on different stages).
         if (two_dimensional && saves_recompute(flat_best[t.from], x.recompute)) continue;
@@ -706,6 +775,8 @@ class dp_engine {
   struct state {
     std::uint32_t piece;
     node_set local;
+    std::uint64_t key = 0;    // XOR of its members' keys
+    std::uint32_t count = 0;  // members in `piece`
     std::uint64_t params_in = 0;
     std::vector<node_id> frontier;
   };
@@ -715,11 +786,16 @@ class dp_engine {
     double recompute;
   };
   static constexpr std::uint64_t unreachable = std::numeric_limits<std::uint64_t>::max();
-  struct key_hash {
-    std::size_t operator()(const std::pair<std::uint32_t, node_set>& k) const noexcept {
-      return k.second.hash() * 31 + k.first;
-    }
-  };
+  static std::uint64_t splitmix64(std::uint64_t& x) noexcept {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint32_t first_with_key(std::uint64_t key) const {
+    auto it = index_.find(key);
+    return it == index_.end() ? npos : it->second;
+  }
 
   std::size_t piece_size(std::uint32_t t) const {
     return pieces_.pieces[t].last - pieces_.pieces[t].first + 1;
@@ -751,12 +827,16 @@ class dp_engine {
       piece = piece + 1;
       local = node_set(piece_size(piece));
     }
-    auto key = std::make_pair(piece, std::move(local));
-    if (auto it = index_.find(key); it != index_.end()) return it->second;
+    const auto& pc = pieces_.pieces[piece];
+    std::uint64_t key = key_before_[pc.first];
+    local.for_each([&](std::size_t i) { key ^= key_of_[pc.first + i]; });
+    for (std::uint32_t id = first_with_key(key); id != npos; id = same_key_next_[id])
+      if (states_[id].piece == piece && states_[id].local == local) return id;
     state st;
-    st.piece = key.first;
-    st.local = key.second;
-    const auto& pc = pieces_.pieces[st.piece];
+    st.piece = piece;
+    st.local = std::move(local);
+    st.key = key;
+    st.count = static_cast<std::uint32_t>(st.local.count());
     st.params_in = params_before_[pc.first];
     st.local.for_each([&](std::size_t i) { st.params_in += g_.params(pc.first + i); });
     auto consider = [&](node_id u) {
@@ -779,7 +859,9 @@ class dp_engine {
     buckets_[cardinality(st)].push_back(id);
     states_.push_back(std::move(st));
     min_kept_.push_back(unreachable);
-    index_.emplace(std::move(key), id);
+    auto [slot, fresh] = index_.try_emplace(key, id);
+    same_key_next_.push_back(fresh ? npos : slot->second);
+    slot->second = id;
     stats_.lower_sets = states_.size();
     return id;
   }
@@ -795,6 +877,30 @@ class dp_engine {
 
   std::size_t cardinality(const state& st) const {
     return computed_before_[pieces_.pieces[st.piece].first] + st.local.count();
+  }
+
+  // The state L ∪ V (V ascending and nonempty) among those with its key,
+  // checked member by member; created when there is none.
+  std::uint32_t find_target(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key) {
+    const state& base = states_[from];
+    const std::uint32_t top = pieces_.piece_of[stage.back()];
+    const auto& pc = pieces_.pieces[top];
+    std::uint32_t expected = base.piece == top ? base.count : 0;
+    for (std::size_t k = stage.size(); k-- > 0 && stage[k] >= pc.first;) ++expected;
+    const bool full = top + 1 < pieces_.pieces.size() && expected == piece_size(top) - inputs_in(top);
+    for (std::uint32_t id = first_with_key(base.key ^ stage_key); id != npos; id = same_key_next_[id]) {
+      const state& c = states_[id];
+      if (full) {
+        if (c.piece == top + 1 && c.count == 0) return id;
+        continue;
+      }
+      if (c.piece != top || c.count != expected) continue;
+      bool same = base.piece != top || base.local.is_subset_of(c.local);
+      for (std::size_t k = stage.size(); same && k-- > 0 && stage[k] >= pc.first;)
+        same = c.local.contains(stage[k] - pc.first);
+      if (same) return id;
+    }
+    return target_of(base, stage);
   }
 
   // The state L ∪ V, V ascending and nonempty.
@@ -847,11 +953,12 @@ class dp_engine {
   }
 
   // Keeps one evaluated stage when it fits the bound from the source's least kept bytes.
-  void record(std::uint32_t from, const std::vector<node_id>& stage, const stage_cost& cost) {
+  // `stage_key`: XOR of the stage's node keys.
+  void record(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key, const stage_cost& cost) {
     ++stats_.transitions;
     const std::uint64_t kept = min_kept_[from];
     if (kept + cost.peak > bound_) return;
-    const std::uint32_t to = target_of(states_[from], stage);
+    const std::uint32_t to = find_target(from, stage, stage_key);
     transitions_.push_back({from, to, cost.kept_added, cost.peak, cost.recompute});
     min_kept_[to] = std::min(min_kept_[to], kept + cost.kept_added);
   }
@@ -883,7 +990,7 @@ class dp_engine {
     };
     std::vector<node_id> stage;
     std::vector<undo_entry> undo;
-    std::uint64_t read_dropped = 0, forward = 0, live = 0;
+    std::uint64_t read_dropped = 0, forward = 0, live = 0, stage_key = 0;
     double read_dropped_time = 0;
     std::vector<std::uint32_t>& outside = outside_;  // consumers outside L ∪ V, per stage node
     if (outside.size() < g_.size()) outside.resize(g_.size());
@@ -899,6 +1006,7 @@ class dp_engine {
       const bool in_order = !prefix_only || a == (stage.empty() ? next_prefix : next_after(stage.back()));
       undo.push_back({released, read_dropped, forward, live, read_dropped_time});
       stage.push_back(a);
+      stage_key ^= key_of_[a];
       // forward, incrementally: a is the largest node of the stage
       forward = std::max(forward, live + g_.bytes(a) + g_.workspace(a));
       live += g_.bytes(a);
@@ -927,11 +1035,12 @@ class dp_engine {
         return false;  // the walker calls leave(a), which restores
       }
       const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in);
-      record(s, stage, cost);
+      record(s, stage, stage_key, cost);
       if (out_of_budget()) ok = false;
       return true;
     };
     auto leave = [&](node_id a) {
+      stage_key ^= key_of_[a];
       restore(a, in_base, stage, undo, released, read_dropped, forward, live, read_dropped_time);
     };
     const node_id limit = static_cast<node_id>(g_.size() - 1);
@@ -1035,7 +1144,9 @@ class dp_engine {
       }
       if (inside != size) continue;  // not a superset
       const stage_cost cost = evaluator_.evaluate(in_base, stage, st.frontier, st.params_in);
-      record(s, stage, cost);
+      std::uint64_t stage_key = 0;
+      for (node_id v : stage) stage_key ^= key_of_[v];
+      record(s, stage, stage_key, cost);
     }
     return true;
   }
@@ -1052,7 +1163,9 @@ class dp_engine {
   std::uint64_t resident_ = 0;
   std::vector<std::size_t> inputs_in_piece_;
   std::vector<state> states_;
-  std::unordered_map<std::pair<std::uint32_t, node_set>, std::uint32_t, key_hash> index_;
+  std::vector<std::uint64_t> key_of_, key_before_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // key → last state with it
+  std::vector<std::uint32_t> same_key_next_;                // the state before it with the same key
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<std::uint64_t> min_kept_;
   std::vector<transition> transitions_;
