@@ -345,18 +345,16 @@ class stage_evaluator {
   piece_run run_of(std::uint32_t first, std::uint32_t last, bool closing) const {
     std::uint32_t top = last;
     std::size_t remaining = last - first + 1;
-    piece_run out;
-    bool started = false;
+    piece_run out;  // the empty run: composing with it changes nothing
+    // the largest block is over half of any run, so each size is taken at most once
     for (std::size_t level = runs_.size(); level-- > 0;) {
       const std::size_t size = std::size_t{1} << level;
       if (remaining < size) continue;
       const piece_run& block = runs_[level][top][closing];
-      out = started ? out.above(block) : block;
-      started = true;
+      out = out.above(block);
       closing = block.opening_recomputed;
       top -= static_cast<std::uint32_t>(size);
       remaining -= size;
-      if (remaining >= size) ++level;  // the same size may fit again
     }
     return out;
   }
@@ -705,7 +703,9 @@ class dp_engine {
       auto first = front.begin(), last = front.end();
       if (two_dimensional) {
         // The staircase rises in kept bytes and falls in recompute, and each
-        // test below drops labels at one end of it: search for the rest.
+        // test that drops a label cuts one end of it: search for the rest. A
+        // flat label dominates by more than rounding (the two may finish on
+        // different stages).
         first = std::partition_point(first, last, [&](std::uint32_t i) {
           const double r = labels_[i].recompute;
           return saves_recompute(flat_best[t.from], r) ||
@@ -719,8 +719,6 @@ class dp_engine {
       for (auto at = first; at != last; ++at) {
         const std::uint32_t i = *at;
         const dp_label x = labels_[i];
-        // Dominated by a flat label (by more than rounding: the two may finish on different stages).
-        if (two_dimensional && saves_recompute(flat_best[t.from], x.recompute)) continue;
         const std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
         const std::uint64_t next_kept = x.kept + t.kept_added;
         const double recompute = x.recompute + t.recompute;
