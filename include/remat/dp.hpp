@@ -161,147 +161,83 @@ class stage_evaluator {
     }
   }
 
+  /// Consumer counts a caller that grows stages node by node keeps up to date
+  /// anyway; given them, evaluate() does not walk the consumers of every stage
+  /// and frontier node again (on DenseNet blocks that walk was half its time).
+  struct consumer_counts {
+    std::span<const std::uint32_t> outside;   ///< per stage node: consumers outside L ∪ V
+    std::span<const std::uint32_t> in_base;   ///< per frontier node: consumers in L
+    std::span<const std::uint32_t> in_stage;  ///< per frontier node: consumers in V
+  };
+  static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
+
   /// `in_base(u)`: u ∈ L. `stage`: V ascending. `frontier`: the nodes of L
   /// with a consumer outside L. `params_in_base`: parameter bytes of L.
+  /// `counts`: optional, see consumer_counts. `source`, `target`: ids the
+  /// caller gives L and L ∪ V (or no_state); a long stage's head is then
+  /// reused while L stays the same, and its tail for every stage into L ∪ V.
   template <class InBase>
   stage_cost evaluate(InBase&& in_base, const std::vector<node_id>& stage, const std::vector<node_id>& frontier,
-                      std::uint64_t params_in_base) {
-    ++stamp_;
-    // head = stage[0, head_end), tail = stage[tail_begin, end); whole pieces
-    // first_middle..last_middle between them are summarised.
-    std::size_t head_end = stage.size(), tail_begin = stage.size();
-    std::uint32_t first_middle = 1, last_middle = 0;
-    middle_lo_ = 1;
-    middle_hi_ = 0;
+                      std::uint64_t params_in_base, const consumer_counts* counts = nullptr,
+                      std::uint32_t source = no_state, std::uint32_t target = no_state) {
     if (!runs_.empty()) {
       const std::uint32_t i = pieces_.piece_of[stage.front()], j = pieces_.piece_of[stage.back()];
-      if (j >= i + 3) {
-        first_middle = i + 1;
-        last_middle = j - 2;
-        middle_lo_ = pieces_.pieces[first_middle].first;
-        middle_hi_ = pieces_.pieces[last_middle].last;
-        head_end = static_cast<std::size_t>(std::lower_bound(stage.begin(), stage.end(), middle_lo_) - stage.begin());
-        tail_begin = static_cast<std::size_t>(std::upper_bound(stage.begin(), stage.end(), middle_hi_) - stage.begin());
-      }
+      if (j >= i + 3) return evaluate_long(in_base, stage, frontier, params_in_base, i, j, source, target);
     }
-    const bool has_middle = first_middle <= last_middle;
-    // The nodes walked one by one: head then tail (plain loops over them keep
-    // the evaluation as fast as before on graphs without whole pieces).
-    std::span<const node_id> direct(stage);
-    if (has_middle) {
-      direct_.assign(stage.begin(), stage.begin() + static_cast<std::ptrdiff_t>(head_end));
-      direct_.insert(direct_.end(), stage.begin() + static_cast<std::ptrdiff_t>(tail_begin), stage.end());
-      direct = direct_;
-    }
-    const std::span<const node_id> head = direct.first(head_end);
-    const std::span<const node_id> tail = direct.subspan(head_end);
-    for (node_id v : direct) mark(v, in_stage);
+    ++stamp_;
+    middle_lo_ = 1;
+    middle_hi_ = 0;
+    for (node_id v : stage) mark(v, in_stage);
     stage_cost out;
 
-    std::uint64_t params_in_stage = has_middle ? params_before_piece_[last_middle + 1] - params_before_piece_[first_middle] : 0;
-    for (node_id v : direct) {
+    std::uint64_t params_in_stage = 0;
+    // consumers of a stage node outside L ∪ V (none can be in L)
+    auto consumers_outside = [&](node_id v) -> std::uint32_t {
+      if (counts) return counts->outside[v];
+      std::uint32_t outside = 0;
+      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
+      return outside;
+    };
+    for (node_id v : stage) {
       params_in_stage += g_.params(v);
-      bool boundary = g_.successors(v).empty() && reads_output(g_.reads(v));
-      for (node_id s : g_.successors(v)) boundary = boundary || !in_v(s);
+      const bool boundary = (g_.successors(v).empty() && reads_output(g_.reads(v))) || consumers_outside(v) > 0;
       if (boundary) {
         mark(v, kept);
         out.kept_added += g_.bytes(v);
       }
     }
 
-    const node_id head_closing = has_middle ? pieces_.pieces[first_middle - 1].last : 0;
-    const node_id middle_closing = has_middle ? pieces_.pieces[last_middle].last : 0;
-
     // Backward start: later parameter gradients, gradient buffers of nodes with
     // a consumer already done, kept values not yet released.
     std::uint64_t cur = resident_ + (total_params_ - params_in_base - params_in_stage);
     std::uint64_t released = 0;
     for (node_id u : frontier) {
-      bool consumer_in_new = false, consumer_outside = false;
-      for (node_id s : g_.successors(u)) {
-        if (in_base(s) || in_v(s)) consumer_in_new = true;
-        else consumer_outside = true;
-      }
-      if (consumer_outside) {
-        cur += g_.bytes(u);  // its gradient buffer
-        mark(u, grad);
-      }
-      if (!consumer_in_new && !reads_output(g_.reads(u))) {
-        released += g_.bytes(u);
+      std::uint32_t waiting = 0;  // consumers in L ∪ V
+      if (counts) {
+        waiting = counts->in_base[u] + counts->in_stage[u];
       } else {
-        mark(u, alive);
-        std::uint32_t waiting = 0;
         for (node_id s : g_.successors(u)) waiting += (in_base(s) || in_v(s)) ? 1 : 0;
-        pending_[u] = waiting;
       }
+      frontier_start(u, waiting, cur, released);
     }
-    for (node_id v : direct) {
-      bool consumer_outside = false;
-      std::uint32_t waiting = 0;
-      for (node_id s : g_.successors(v)) {
-        if (in_v(s)) ++waiting;
-        else consumer_outside = true;
-      }
-      pending_[v] = waiting;
-      if (consumer_outside) {
-        cur += g_.bytes(v);
-        mark(v, grad);
-      }
-      if (has(v, kept) && (reads_output(g_.reads(v)) || waiting > 0)) {
-        cur += g_.bytes(v);
-        mark(v, alive);
-      }
-    }
+    for (node_id v : stage) stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - consumers_outside(v), cur);
     // The kept bytes M include `released`; the caller adds M, and this stage's
     // peak is max(forward, backward − released) above it.
 
-    // Which dropped nodes the stage's backward needs, and when each dies. The
-    // whole pieces decide, from the last back, whether the one before them is
-    // recomputed.
-    auto decide = [&](node_id x) {
-      if (!has(x, kept) && needed(x)) mark(x, recomputed);
-    };
-    for (std::size_t k = tail.size(); k-- > 0;) decide(tail[k]);
-    // The whole pieces run as one; whether the stage recomputes the separator
-    // closing them decides, piece by piece downwards, which they recompute.
-    piece_run middle;
-    if (has_middle) {
-      const bool closing = needed(middle_closing);
-      if (closing) mark(middle_closing, recomputed);
-      middle = run_of(first_middle, last_middle, closing);
-      if (middle.opening_recomputed) mark(head_closing, recomputed);
-    }
-
-    // Forward: operands from earlier stages are kept; stage nodes not kept die
-    // after their last consumer.
+    // Which dropped nodes the stage's backward needs, and when each dies.
+    for (std::size_t k = stage.size(); k-- > 0;) decide(stage[k]);
     std::uint64_t live = 0, forward = 0;
-    for (node_id v : head) forward_step(v, live, forward);
-    middle.forward.apply(live, forward);
-    for (node_id v : tail) forward_step(v, live, forward);
-
-    for (std::size_t k = head.size(); k-- > 0;)
-      if (!has_middle || head[k] != head_closing) decide(head[k]);
-    for (node_id x : direct)
+    for (node_id v : stage) forward_step(v, live, forward);
+    for (node_id x : stage)
       if (has(x, recomputed)) set_release(x);
-    if (has_middle && has(middle_closing, recomputed)) set_release(middle_closing);
-    if (has_middle) release_[head_closing] = never;  // the whole pieces release it
 
     std::uint64_t backward = 0;
-    auto recompute = [&](node_id x) {
-      if (!has(x, recomputed)) return;
-      recompute_step(x, cur, backward);
-      out.recompute += g_.time(x);
-    };
-    for (node_id x : head) recompute(x);
-    middle.recompute.apply(cur, backward);
-    out.recompute += middle.recompute_time;
-    if (has_middle && has(middle_closing, recomputed)) mark(middle_closing, alive);
-    for (node_id x : tail) recompute(x);
-
-    for (std::size_t k = tail.size(); k-- > 0;) backward_step(tail[k], cur, backward);
-    middle.backward.apply(cur, backward);
-    if (has_middle && !reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
-    for (std::size_t k = head.size(); k-- > 0;) backward_step(head[k], cur, backward);
+    for (node_id x : stage)
+      if (has(x, recomputed)) {
+        recompute_step(x, cur, backward);
+        out.recompute += g_.time(x);
+      }
+    for (std::size_t k = stage.size(); k-- > 0;) backward_step(stage[k], cur, backward);
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
     return out;
   }
@@ -309,6 +245,8 @@ class stage_evaluator {
  private:
   enum : std::uint8_t { in_stage = 1, kept = 2, alive = 4, grad = 8, recomputed = 16 };
   static constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
+  // Effects are measured from a high base so that falls below the start stay representable.
+  static constexpr std::uint64_t base = std::uint64_t{1} << 62;
 
   // A run of steps seen from the memory it starts at: the highest it reaches
   // above it, and where it ends (modulo 2⁶⁴, so a fall wraps and adds back;
@@ -357,6 +295,221 @@ class stage_evaluator {
       remaining -= size;
     }
     return out;
+  }
+
+  // The two ends of a long stage (pieces i..j, j ≥ i + 3), each run on its own
+  // as summarize() runs a whole piece. A stage's costs are then its head, the
+  // run of whole pieces i + 1..j − 2 and its tail composed, phase by phase.
+  // The head (the stage's nodes in piece i) depends only on L and on whether
+  // the whole pieces recompute the separator closing piece i; the tail (pieces
+  // j − 1 and j) only on L ∪ V.
+  struct end_run {
+    phase_effect forward, recompute, backward;
+    double recompute_time = 0;
+    std::uint64_t kept_added = 0;  // bytes of its nodes kept for later stages
+    std::uint64_t start = 0;       // gradient buffers and kept values alive when the backward starts
+    std::uint64_t released = 0;    // kept bytes of L that die before the backward
+    std::uint64_t params = 0;      // parameter bytes of its nodes
+    bool closing_recomputed = false;  // tail: the separator closing the whole pieces below it
+  };
+
+  template <class InBase>
+  stage_cost evaluate_long(InBase&& in_base, const std::vector<node_id>& stage, const std::vector<node_id>& frontier,
+                           std::uint64_t params_in_base, std::uint32_t i, std::uint32_t j, std::uint32_t source,
+                           std::uint32_t target) {
+    const std::uint32_t first_middle = i + 1, last_middle = j - 2;
+    const node_id head_closing = pieces_.pieces[i].last, middle_closing = pieces_.pieces[last_middle].last;
+    const auto head_end = std::lower_bound(stage.begin(), stage.end(), pieces_.pieces[first_middle].first);
+    const auto tail_begin = std::upper_bound(head_end, stage.end(), middle_closing);
+    const std::span<const node_id> head(stage.begin(), head_end), tail(tail_begin, stage.end());
+
+    end_run fresh_tail;
+    const end_run* t = &fresh_tail;
+    if (target != no_state && target < tails_.size() && tails_[target].second) {
+      t = &tails_[target].first;
+    } else {
+      fresh_tail = tail_part(tail, middle_closing);
+      if (target != no_state) {
+        if (tails_.size() <= target) tails_.resize(target + 1);
+        tails_[target] = {fresh_tail, true};
+      }
+    }
+    const piece_run middle = run_of(first_middle, last_middle, t->closing_recomputed);
+    const bool closing = middle.opening_recomputed;
+    // Every head of one source has the same nodes (all of piece i not in L):
+    // the stage holds the separator closing piece i, hence all of piece i.
+    head_memo& memo = heads_[closing];
+    if (source == no_state || memo.source != source || memo.piece != i || memo.size != head.size()) {
+      memo.run = head_part(in_base, head, frontier, closing, head_closing);
+      memo.source = source;
+      memo.piece = i;
+      memo.size = head.size();
+    }
+    const end_run& h = memo.run;
+
+    const std::uint64_t params_in_stage =
+        h.params + (params_before_piece_[last_middle + 1] - params_before_piece_[first_middle]) + t->params;
+    std::uint64_t cur = resident_ + (total_params_ - params_in_base - params_in_stage) + h.start + t->start;
+    std::uint64_t live = 0, forward = 0, backward = 0;
+    h.forward.apply(live, forward);
+    middle.forward.apply(live, forward);
+    t->forward.apply(live, forward);
+    h.recompute.apply(cur, backward);
+    middle.recompute.apply(cur, backward);
+    t->recompute.apply(cur, backward);
+    t->backward.apply(cur, backward);
+    middle.backward.apply(cur, backward);
+    h.backward.apply(cur, backward);
+    stage_cost out;
+    out.kept_added = h.kept_added + t->kept_added;
+    out.recompute = h.recompute_time + middle.recompute_time + t->recompute_time;
+    out.peak = std::max(resident_ + forward, backward > h.released ? backward - h.released : 0);
+    return out;
+  }
+
+  // The head: the stage's nodes in piece i, above L, below whole pieces whose
+  // run recomputes (or not) `head_closing`, the separator closing piece i.
+  template <class InBase>
+  end_run head_part(InBase&& in_base, std::span<const node_id> head, const std::vector<node_id>& frontier,
+                    bool closing, node_id head_closing) {
+    ++stamp_;
+    middle_lo_ = head_closing + 1;  // everything above piece i is in the stage
+    middle_hi_ = static_cast<node_id>(g_.size() - 1);
+    end_run out;
+    for (node_id v : head) mark(v, in_stage);
+    std::uint64_t start = base;
+    for (node_id v : head) {
+      out.params += g_.params(v);
+      std::uint32_t outside = 0;
+      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
+      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
+        mark(v, kept);
+        out.kept_added += g_.bytes(v);
+      }
+      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
+    }
+    for (node_id u : frontier) {
+      std::uint32_t waiting = 0;
+      for (node_id s : g_.successors(u)) waiting += (in_base(s) || in_v(s)) ? 1 : 0;
+      frontier_start(u, waiting, start, out.released);
+    }
+    out.start = start - base;
+
+    if (closing) mark(head_closing, recomputed);
+    for (std::size_t k = head.size(); k-- > 0;)
+      if (head[k] != head_closing) decide(head[k]);
+    std::uint64_t live = base, forward = 0;
+    for (node_id v : head) forward_step(v, live, forward);
+    out.forward = effect(live, forward, true);
+    for (node_id x : head)
+      if (has(x, recomputed)) set_release(x);
+    release_[head_closing] = never;  // the whole pieces release it
+
+    std::uint64_t cur = base, peak = 0;
+    bool any = false;
+    for (node_id x : head)
+      if (has(x, recomputed)) {
+        recompute_step(x, cur, peak);
+        out.recompute_time += g_.time(x);
+        any = true;
+      }
+    out.recompute = effect(cur, peak, any);
+    if (!reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
+    cur = base;
+    peak = 0;
+    for (std::size_t k = head.size(); k-- > 0;) backward_step(head[k], cur, peak);
+    out.backward = effect(cur, peak, true);
+    middle_lo_ = 1;
+    middle_hi_ = 0;
+    return out;
+  }
+
+  // The tail: pieces j − 1 (whole) and the stage's nodes in piece j, above the
+  // whole pieces closed by `middle_closing`.
+  end_run tail_part(std::span<const node_id> tail, node_id middle_closing) {
+    ++stamp_;
+    middle_lo_ = middle_closing;  // the only node of the stage below the tail that a tail node reads
+    middle_hi_ = middle_closing;
+    end_run out;
+    for (node_id v : tail) mark(v, in_stage);
+    std::uint64_t start = base;
+    for (node_id v : tail) {
+      out.params += g_.params(v);
+      std::uint32_t outside = 0;
+      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
+      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
+        mark(v, kept);
+        out.kept_added += g_.bytes(v);
+      }
+      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
+    }
+    out.start = start - base;
+
+    for (std::size_t k = tail.size(); k-- > 0;) decide(tail[k]);
+    out.closing_recomputed = needed(middle_closing);
+    if (out.closing_recomputed) mark(middle_closing, recomputed);
+    std::uint64_t live = base, forward = 0;
+    for (node_id v : tail) forward_step(v, live, forward);
+    out.forward = effect(live, forward, true);
+    for (node_id x : tail)
+      if (has(x, recomputed)) set_release(x);
+    if (out.closing_recomputed) {
+      set_release(middle_closing);
+      mark(middle_closing, alive);  // recomputed by the whole pieces
+    }
+
+    std::uint64_t cur = base, peak = 0;
+    bool any = false;
+    for (node_id x : tail)
+      if (has(x, recomputed)) {
+        recompute_step(x, cur, peak);
+        out.recompute_time += g_.time(x);
+        any = true;
+      }
+    out.recompute = effect(cur, peak, any);
+    cur = base;
+    peak = 0;
+    for (std::size_t k = tail.size(); k-- > 0;) backward_step(tail[k], cur, peak);
+    out.backward = effect(cur, peak, true);
+    middle_lo_ = 1;
+    middle_hi_ = 0;
+    return out;
+  }
+
+  static phase_effect effect(std::uint64_t end, std::uint64_t peak, bool any) {
+    return phase_effect{any ? peak - base : 0, end - base, any};
+  }
+
+  // A node of L read by the stage (`waiting`: its consumers in L ∪ V): its
+  // gradient buffer if a consumer is already done, and whether it stays alive.
+  void frontier_start(node_id u, std::uint32_t waiting, std::uint64_t& cur, std::uint64_t& released) {
+    if (waiting < g_.successors(u).size()) {
+      cur += g_.bytes(u);
+      mark(u, grad);
+    }
+    if (waiting == 0 && !reads_output(g_.reads(u))) {
+      released += g_.bytes(u);
+    } else {
+      mark(u, alive);
+      pending_[u] = waiting;
+    }
+  }
+
+  // A stage node (`waiting`: its consumers in V) at the start of the backward.
+  void stage_node_start(node_id v, std::uint32_t waiting, std::uint64_t& cur) {
+    pending_[v] = waiting;
+    if (waiting < g_.successors(v).size()) {
+      cur += g_.bytes(v);
+      mark(v, grad);
+    }
+    if (has(v, kept) && (reads_output(g_.reads(v)) || waiting > 0)) {
+      cur += g_.bytes(v);
+      mark(v, alive);
+    }
+  }
+
+  void decide(node_id x) {
+    if (!has(x, kept) && needed(x)) mark(x, recomputed);
   }
 
   bool in_v(node_id u) const {
@@ -445,11 +598,6 @@ class stage_evaluator {
     middle_lo_ = opening;
     middle_hi_ = pc.last;
     piece_run m;
-    // Start from a high base so that falls below the start stay representable.
-    constexpr std::uint64_t base = std::uint64_t{1} << 62;
-    auto effect = [&](std::uint64_t end, std::uint64_t peak, bool any) {
-      return phase_effect{any ? peak - base : 0, end - base, any};
-    };
     std::uint64_t live = base, forward = 0;
     for (node_id v = pc.first; v <= pc.last; ++v)
       if (!g_.is_input(v)) forward_step(v, live, forward);
@@ -514,7 +662,13 @@ class stage_evaluator {
   std::uint64_t resident_ = 0, total_params_ = 0;
   std::vector<std::uint64_t> params_before_piece_;
   std::vector<std::vector<std::array<piece_run, 2>>> runs_;  // empty: no summaries
-  std::vector<node_id> direct_;
+  struct head_memo {
+    std::uint32_t source = no_state, piece = 0;
+    std::size_t size = 0;
+    end_run run;
+  };
+  std::array<head_memo, 2> heads_;                 // by whether the whole pieces recompute the head's closing
+  std::vector<std::pair<end_run, bool>> tails_;    // by target state; second: computed
   node_id middle_lo_ = 1, middle_hi_ = 0;
 };
 
@@ -589,10 +743,20 @@ class dp_engine {
     return std::nullopt;
   }
 
-  /// Phase 2: can every stage stay within `budget`? One pass over the kept
-  /// stages: the least kept bytes per lower set decides (stage costs do not
-  /// depend on what was kept, only on how much).
-  bool feasible(std::uint64_t budget, std::uint32_t final) { return !least_kept_path(budget, final).empty(); }
+  /// Phase 2: the least peak of any chain of kept stages, in one backward
+  /// pass. A chain run from a state holding K kept bytes peaks at K plus a
+  /// part that depends on the chain only: max(p₁, k₁ + the part of the rest),
+  /// rising with the rest's part, so the least part of each state composes
+  /// from the least parts of its successors (stage costs do not depend on what
+  /// was kept, only on how much).
+  std::uint64_t least_peak(std::uint32_t final) const {
+    std::vector<std::uint64_t> rest(states_.size(), unreachable);
+    rest[final] = 0;
+    // a stage's target is expanded after its source, so its stages come later
+    for (auto t = transitions_.rbegin(); t != transitions_.rend(); ++t)
+      if (rest[t->to] != unreachable) rest[t->from] = std::min(rest[t->from], std::max(t->peak, t->kept_added + rest[t->to]));
+    return rest[0];
+  }
 
   /// The states of a least-kept-bytes chain within `budget` (empty if none).
   std::vector<std::uint32_t> least_kept_path(std::uint64_t budget, std::uint32_t final) {
@@ -626,16 +790,6 @@ class dp_engine {
       }
     }
     return {peak, recompute};
-  }
-
-  /// The least budget for which feasible() holds, by bisection in [low, high].
-  std::uint64_t least_peak(std::uint64_t low, std::uint64_t high, std::uint32_t final) {
-    while (low < high) {
-      const std::uint64_t mid = low + (high - low) / 2;
-      if (feasible(mid, final)) high = mid;
-      else low = mid + 1;
-    }
-    return high;
   }
 
   /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
@@ -880,6 +1034,12 @@ class dp_engine {
   // The state L ∪ V (V ascending and nonempty) among those with its key,
   // checked member by member; created when there is none.
   std::uint32_t find_target(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key) {
+    const std::uint32_t known = existing_target(from, stage, stage_key);
+    return known != npos ? known : target_of(states_[from], stage);
+  }
+
+  // The state L ∪ V if it exists, else npos.
+  std::uint32_t existing_target(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key) {
     const state& base = states_[from];
     const std::uint32_t top = pieces_.piece_of[stage.back()];
     const auto& pc = pieces_.pieces[top];
@@ -898,7 +1058,7 @@ class dp_engine {
         same = c.local.contains(stage[k] - pc.first);
       if (same) return id;
     }
-    return target_of(base, stage);
+    return npos;
   }
 
   // The state L ∪ V, V ascending and nonempty.
@@ -952,11 +1112,13 @@ class dp_engine {
 
   // Keeps one evaluated stage when it fits the bound from the source's least kept bytes.
   // `stage_key`: XOR of the stage's node keys.
-  void record(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key, const stage_cost& cost) {
+  // `known`: the target if the caller has looked it up, else npos.
+  void record(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key, const stage_cost& cost,
+              std::uint32_t known = npos) {
     ++stats_.transitions;
     const std::uint64_t kept = min_kept_[from];
     if (kept + cost.peak > bound_) return;
-    const std::uint32_t to = find_target(from, stage, stage_key);
+    const std::uint32_t to = known != npos ? known : find_target(from, stage, stage_key);
     transitions_.push_back({from, to, cost.kept_added, cost.peak, cost.recompute});
     min_kept_[to] = std::min(min_kept_[to], kept + cost.kept_added);
   }
@@ -994,6 +1156,13 @@ class dp_engine {
     if (outside.size() < g_.size()) outside.resize(g_.size());
     std::vector<std::uint32_t>& stage_consumers = stage_consumers_;
     if (stage_consumers.size() < g_.size()) stage_consumers.resize(g_.size());
+    if (base_consumers_.size() < g_.size()) base_consumers_.resize(g_.size());
+    for (node_id u : frontier) {
+      std::uint32_t in_l = 0;
+      for (node_id s2 : g_.successors(u)) in_l += in_base(s2) ? 1 : 0;
+      base_consumers_[u] = in_l;
+    }
+    const stage_evaluator::consumer_counts counts{outside, base_consumers_, stage_consumers};
 
     node_id next_prefix = pc.first;
     if (prefix_only)
@@ -1032,8 +1201,10 @@ class dp_engine {
         ++stats_.pruned;
         return false;  // the walker calls leave(a), which restores
       }
-      const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in);
-      record(s, stage, stage_key, cost);
+      // Existing targets let the evaluator reuse the tails of long stages.
+      const std::uint32_t known = existing_target(s, stage, stage_key);
+      const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in, &counts, s, known);
+      record(s, stage, stage_key, cost, known);
       if (out_of_budget()) ok = false;
       return true;
     };
@@ -1179,6 +1350,7 @@ class dp_engine {
   std::vector<std::vector<std::uint32_t>> fronts_;
   std::vector<std::uint32_t> outside_;
   std::vector<std::uint32_t> stage_consumers_;
+  std::vector<std::uint32_t> base_consumers_;  // per frontier node of the state expanded: consumers in it
   std::uint64_t clock_checks_ = 0;
   solve_stats stats_;
 };
@@ -1188,8 +1360,8 @@ class dp_engine {
 /// Runs the lower-set programme over `family` for `options.goal`. The plan is a
 /// stage plan whose claimed peak and recompute equal the simulator's. Phases:
 /// every stage reachable within `options.budget` is evaluated once; for the
-/// memory objective the least peak is found by bisection over those stages
-/// (a feasibility pass per probe); the least recompute within the peak (or the
+/// memory objective the least peak comes from one backward pass over those
+/// stages; the least recompute within the peak (or the
 /// budget) comes from Pareto labels. Status: optimal (the family was fully
 /// explored), feasible (a cap or the time limit stopped it; the plan is the
 /// best among the stages evaluated), infeasible (no plan within the budget; for
@@ -1255,7 +1427,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     return out;
   }
   std::uint64_t budget = options.budget;
-  if (options.goal == objective::memory) budget = engine.least_peak(0, options.budget, *final);
+  if (options.goal == objective::memory) budget = engine.least_peak(*final);
   const std::string method_name = family == dp_family::exact    ? "exact"
                                   : family == dp_family::prefix ? "chain"
                                                                 : "approx";

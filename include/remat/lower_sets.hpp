@@ -147,41 +147,44 @@ class ideal_walker {
   template <class InBase, class Enter, class Leave, class Stop>
   void walk(InBase&& in_base, node_id scan_from, node_id limit, Enter&& enter, Leave&& leave, Stop&& stop) {
     ++generation_;
-    std::vector<node_id> addable;
+    // The candidate lists of the open frames lie end to end in pool_, deepest
+    // last, so a step allocates nothing.
+    pool_.clear();
+    frames_.clear();
     for (node_id v = scan_from; v <= limit && v < g_.size(); ++v) {
       if (g_.is_input(v) || in_base(v)) continue;
-      if (missing(v, in_base) == 0) addable.push_back(v);
+      if (missing(v, in_base) == 0) pool_.push_back(v);
     }
-    struct frame {
-      std::vector<node_id> candidates;
-      std::size_t next = 0;
-      node_id added;
-    };
-    std::vector<frame> stack;
-    stack.push_back({std::move(addable), 0, 0});
-    while (!stack.empty()) {
-      frame& top = stack.back();
-      if (top.next == top.candidates.size()) {
-        if (stack.size() > 1) undo(top.added, leave, in_base);
-        stack.pop_back();
+    frames_.push_back({0, pool_.size(), 0, 0});
+    while (!frames_.empty()) {
+      frame& top = frames_.back();
+      if (top.next == top.end) {
+        if (frames_.size() > 1) undo(top.added, leave, in_base);
+        pool_.resize(top.begin);
+        frames_.pop_back();
         continue;
       }
-      const node_id a = top.candidates[top.next++];
+      const node_id a = pool_[top.next++];
       if (stop()) return;
       // Add a: successors whose last missing operand was a become addable (they are > a).
-      std::vector<node_id> next;
-      for (std::size_t k = top.next; k < top.candidates.size(); ++k) next.push_back(top.candidates[k]);
+      const std::size_t begin = pool_.size();
+      for (std::size_t k = top.next; k < top.end; ++k) {
+        const node_id c = pool_[k];
+        pool_.push_back(c);
+      }
       auto release = [&](node_id s) {
-        if (s <= limit && --missing(s, in_base) == 0) next.insert(std::lower_bound(next.begin(), next.end(), s), s);
+        if (s <= limit && --missing(s, in_base) == 0)
+          pool_.insert(std::lower_bound(pool_.begin() + static_cast<std::ptrdiff_t>(begin), pool_.end(), s), s);
       };
       for (node_id s : g_.successors(a)) release(s);
       if (constraints_)
         for (node_id s : constraints_->after[a]) release(s);
       if (!enter(a)) {
         undo(a, leave, in_base);
+        pool_.resize(begin);
         continue;
       }
-      stack.push_back({std::move(next), 0, a});
+      frames_.push_back({begin, pool_.size(), begin, a});
     }
   }
 
@@ -208,11 +211,18 @@ class ideal_walker {
     leave(a);
   }
 
+  struct frame {
+    std::size_t begin, end, next;  // candidates pool_[begin, end), the next to try
+    node_id added;
+  };
+
   const graph& g_;
   const precedence* constraints_;
   std::vector<std::uint32_t> missing_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t generation_ = 0;
+  std::vector<node_id> pool_;
+  std::vector<frame> frames_;
 };
 
 }  // namespace detail

@@ -42,7 +42,7 @@ namespace detail {
 
 /// When the three-dimensional labels outgrow their cap, the frontier is
 /// sampled instead, on the same stages: enumerated once within
-/// `options.max_peak`, then the least peak (bisection) and the least
+/// `options.max_peak`, then the least peak (one backward pass) and the least
 /// recompute (two-dimensional labels, far fewer) at evenly spaced budgets up
 /// to the peak of the least-recompute plan. Each point is optimal for its
 /// budget, but points between the samples may be missing: status `feasible`.
@@ -77,7 +77,7 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
     return best.peak;
   };
   if (final) {
-    const std::uint64_t low = engine.least_peak(0, options.max_peak, *final);
+    const std::uint64_t low = engine.least_peak(*final);
     sample(low);
     const std::uint64_t high = sample(options.max_peak);
     for (std::uint64_t i = 1; i < samples && high > low; ++i) sample(low + (high - low) / samples * i);

@@ -179,7 +179,7 @@ TEST_CASE("a cap stops the search with the best plan found, never an exception")
   CHECK(!r.complete);
 }
 
-TEST_CASE("stage costs from piece summaries equal those walked node by node, for every stage") {
+TEST_CASE("stage costs from piece summaries (and from the heads and tails they reuse) equal those walked node by node") {
   // Series graphs with many pieces: narrow random DAGs (integer times, so
   // recompute sums are exact), chains, and ResNet-like blocks.
   std::vector<graph> graphs;
@@ -187,16 +187,18 @@ TEST_CASE("stage costs from piece summaries equal those walked node by node, for
     graphs.push_back(test::random_dag(8 + seed % 12, seed, 1 + seed % 2, 1 + seed % 2));
   graphs.push_back(test::resnet_like(5, 2));
   graphs.push_back(test::pspnet_like(4));
+  graphs.push_back(test::densenet_like(3, 3));
   std::size_t stages = 0, summarised = 0;
   for (const graph& g : graphs) {
     const series_decomposition pieces = decompose_series(g);
-    detail::stage_evaluator by_pieces(g, pieces), by_nodes(g, pieces, false);
+    detail::stage_evaluator by_pieces(g, pieces), reusing(g, pieces), by_nodes(g, pieces, false);
     std::vector<node_set> sets;
     enumerate_lower_sets(g, [&](const node_set& s) {
       sets.push_back(s);
       return sets.size() < 300;
     });
-    for (const node_set& base : sets) {
+    for (std::uint32_t base_id = 0; base_id < sets.size(); ++base_id) {
+      const node_set& base = sets[base_id];
       std::vector<node_id> frontier;
       std::uint64_t params_in_base = 0;
       for (node_id u = 0; u < g.size(); ++u) {
@@ -209,7 +211,8 @@ TEST_CASE("stage costs from piece summaries equal those walked node by node, for
           }
       }
       const auto in_base = [&](node_id u) { return base.contains(u); };
-      for (const node_set& top : sets) {
+      for (std::uint32_t top_id = 0; top_id < sets.size(); ++top_id) {
+        const node_set& top = sets[top_id];
         std::vector<node_id> stage;
         bool superset = true;
         for (node_id u = 0; u < g.size() && superset; ++u) {
@@ -219,11 +222,15 @@ TEST_CASE("stage costs from piece summaries equal those walked node by node, for
         if (!superset || stage.empty()) continue;
         const detail::stage_cost a = by_pieces.evaluate(in_base, stage, frontier, params_in_base);
         const detail::stage_cost b = by_nodes.evaluate(in_base, stage, frontier, params_in_base);
+        const detail::stage_cost c = reusing.evaluate(in_base, stage, frontier, params_in_base, nullptr, base_id, top_id);
         ++stages;
         summarised += pieces.piece_of[stage.back()] >= pieces.piece_of[stage.front()] + 3 ? 1 : 0;
         REQUIRE(a.kept_added == b.kept_added);
         REQUIRE(a.peak == b.peak);
         REQUIRE(a.recompute == doctest::Approx(b.recompute).epsilon(1e-12));
+        REQUIRE(c.kept_added == a.kept_added);
+        REQUIRE(c.peak == a.peak);
+        REQUIRE(c.recompute == a.recompute);
       }
     }
   }
