@@ -132,8 +132,19 @@ struct stage_cost {
 class stage_evaluator {
  public:
   stage_evaluator(const graph& g, const series_decomposition& pieces, bool summarize_pieces = true)
-      : g_(g), pieces_(pieces), mark_(g.size(), 0), flags_(g.size(), 0), pending_(g.size(), 0),
-        release_(g.size(), 0) {
+      : g_(g), pieces_(pieces), mark_(g.size(), 0), pending_(g.size(), 0),
+        release_(g.size(), 0), last_consumer_(g.size(), 0) {
+    first_reader_.assign(g.size(), no_reader);
+    read_by_backward_.assign(g.size(), 0);
+    for (node_id v = 0; v < g.size(); ++v) {
+      if (!g.successors(v).empty()) last_consumer_[v] = g.successors(v).back();
+      for (node_id s : g.successors(v))
+        if (reads_inputs(g.reads(s))) {
+          first_reader_[v] = s;
+          break;
+        }
+      read_by_backward_[v] = g.read_by_backward(v) ? 1 : 0;
+    }
     resident_ = g.param_bytes() + g.input_bytes();
     total_params_ = g.param_bytes();
     params_before_piece_.assign(pieces.pieces.size() + 1, 0);
@@ -187,6 +198,7 @@ class stage_evaluator {
     ++stamp_;
     middle_lo_ = 1;
     middle_hi_ = 0;
+    walked_last_ = stage.back();
     for (node_id v : stage) mark(v, in_stage);
     stage_cost out;
 
@@ -334,7 +346,8 @@ class stage_evaluator {
         tails_[target] = {fresh_tail, true};
       }
     }
-    const piece_run middle = run_of(first_middle, last_middle, t->closing_recomputed);
+    const piece_run middle = source == no_state ? run_of(first_middle, last_middle, t->closing_recomputed)
+                                                : run_from(source, first_middle, last_middle, t->closing_recomputed);
     const bool closing = middle.opening_recomputed;
     // Every head of one source has the same nodes (all of piece i not in L):
     // the stage holds the separator closing piece i, hence all of piece i.
@@ -373,6 +386,7 @@ class stage_evaluator {
   end_run head_part(InBase&& in_base, std::span<const node_id> head, const std::vector<node_id>& frontier,
                     bool closing, node_id head_closing) {
     ++stamp_;
+    walked_last_ = head.back();
     middle_lo_ = head_closing + 1;  // everything above piece i is in the stage
     middle_hi_ = static_cast<node_id>(g_.size() - 1);
     end_run out;
@@ -428,6 +442,7 @@ class stage_evaluator {
   // whole pieces closed by `middle_closing`.
   end_run tail_part(std::span<const node_id> tail, node_id middle_closing) {
     ++stamp_;
+    walked_last_ = tail.back();
     middle_lo_ = middle_closing;  // the only node of the stage below the tail that a tail node reads
     middle_hi_ = middle_closing;
     end_run out;
@@ -512,6 +527,27 @@ class stage_evaluator {
     if (!has(x, kept) && needed(x)) mark(x, recomputed);
   }
 
+  // Pieces first..last for the stages of one source: all runs start at the
+  // same piece, so each is the run below it with one piece on top, kept as
+  // they are first needed (O(1) a stage instead of run_of's O(log)).
+  const piece_run& run_from(std::uint32_t source, std::uint32_t first, std::uint32_t last, bool closing) {
+    if (from_.source != source || from_.first != first) {
+      from_.source = source;
+      from_.first = first;
+      from_.runs.clear();
+    }
+    while (first + from_.runs.size() <= last) {
+      const std::uint32_t k = first + static_cast<std::uint32_t>(from_.runs.size());
+      std::array<piece_run, 2> next;
+      for (bool c : {false, true}) {
+        const piece_run& single = runs_[0][k][c];
+        next[c] = k == first ? single : single.above(from_.runs.back()[single.opening_recomputed]);
+      }
+      from_.runs.push_back(next);
+    }
+    return from_.runs[last - first][closing];
+  }
+
   bool in_v(node_id u) const {
     return has(u, in_stage) || (middle_lo_ <= u && u <= middle_hi_ && !g_.is_input(u));
   }
@@ -519,10 +555,15 @@ class stage_evaluator {
   // The steps below run for every node of every stage evaluated; called out of
   // line they cost the exact programme about a sixth of its time on graphs
   // without whole pieces, hence always_inline.
+  // Only nodes up to walked_last_ (the largest node walked one by one) can be
+  // marked in this evaluation, and successors are sorted.
   [[gnu::always_inline]] bool needed(node_id x) const {
-    bool need = reads_output(g_.reads(x));
-    for (node_id s : g_.successors(x)) need = need || reads_inputs(g_.reads(s)) || has(s, recomputed);
-    return need;
+    if (read_by_backward_[x]) return true;
+    for (node_id s : g_.successors(x)) {
+      if (s > walked_last_) break;
+      if (has(s, recomputed)) return true;
+    }
+    return false;
   }
 
   // release_[x]: the backward after which x dies, or (as x + n) the recompute
@@ -532,23 +573,25 @@ class stage_evaluator {
       release_[x] = x;
       return;
     }
-    node_id reader = 0, last_recompute = 0;
-    bool has_reader = false;
-    for (node_id s : g_.successors(x)) {
-      if (reads_inputs(g_.reads(s)) && (!has_reader || s < reader)) {
-        reader = s;
-        has_reader = true;
-      }
-      if (has(s, recomputed)) last_recompute = std::max(last_recompute, s);
+    if (first_reader_[x] != no_reader) {
+      release_[x] = first_reader_[x];
+      return;
     }
-    release_[x] = has_reader ? reader : static_cast<std::uint64_t>(last_recompute) + g_.size();
+    node_id last_recompute = 0;
+    const auto consumers = g_.successors(x);
+    for (auto s = consumers.rbegin(); s != consumers.rend(); ++s)
+      if (*s <= walked_last_ && has(*s, recomputed)) {
+        last_recompute = *s;
+        break;
+      }
+    release_[x] = static_cast<std::uint64_t>(last_recompute) + g_.size();
   }
 
   [[gnu::always_inline]] void forward_step(node_id v, std::uint64_t& live, std::uint64_t& forward) const {
     forward = std::max(forward, live + g_.bytes(v) + g_.workspace(v));
     live += g_.bytes(v);
     for (node_id p : g_.predecessors(v))
-      if (in_v(p) && !has(p, kept) && g_.successors(p).back() == v) live -= g_.bytes(p);
+      if (last_consumer_[p] == v && in_v(p) && !has(p, kept)) live -= g_.bytes(p);
     if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
   }
 
@@ -595,6 +638,7 @@ class stage_evaluator {
     ++stamp_;
     const auto& pc = pieces_.pieces[k];
     const node_id opening = pieces_.pieces[k - 1].last;
+    walked_last_ = pc.last;
     middle_lo_ = opening;
     middle_hi_ = pc.last;
     piece_run m;
@@ -640,24 +684,30 @@ class stage_evaluator {
     return m;
   }
 
+  // mark_[v]: the stamp of the evaluation that last marked v, shifted, over
+  // its flags: one load tells whether a flag is set in this evaluation.
   void mark(node_id v, std::uint8_t f) {
-    if (mark_[v] != stamp_) {
-      mark_[v] = stamp_;
-      flags_[v] = 0;
-    }
-    flags_[v] |= f;
+    if ((mark_[v] >> 8) != stamp_) mark_[v] = stamp_ << 8;
+    mark_[v] |= f;
   }
   void unmark(node_id v, std::uint8_t f) {
-    if (mark_[v] == stamp_) flags_[v] &= static_cast<std::uint8_t>(~f);
+    if ((mark_[v] >> 8) == stamp_) mark_[v] &= ~std::uint64_t{f};
   }
-  bool has(node_id v, std::uint8_t f) const { return mark_[v] == stamp_ && (flags_[v] & f) != 0; }
+  bool has(node_id v, std::uint8_t f) const {
+    const std::uint64_t m = mark_[v];
+    return (m >> 8) == stamp_ && (m & f) != 0;
+  }
 
   const graph& g_;
   const series_decomposition& pieces_;
   std::vector<std::uint64_t> mark_;
-  std::vector<std::uint8_t> flags_;
   std::vector<std::uint32_t> pending_;
   std::vector<std::uint64_t> release_;
+  std::vector<node_id> last_consumer_;  // the largest consumer (0 for none)
+  static constexpr node_id no_reader = std::numeric_limits<node_id>::max();
+  std::vector<node_id> first_reader_;   // the least consumer whose backward reads its inputs
+  std::vector<std::uint8_t> read_by_backward_;
+  node_id walked_last_ = 0;
   std::uint64_t stamp_ = 0;
   std::uint64_t resident_ = 0, total_params_ = 0;
   std::vector<std::uint64_t> params_before_piece_;
@@ -667,6 +717,11 @@ class stage_evaluator {
     std::size_t size = 0;
     end_run run;
   };
+  struct runs_from_memo {
+    std::uint32_t source = no_state, first = 0;
+    std::vector<std::array<piece_run, 2>> runs;  // [last − first][closing]
+  };
+  runs_from_memo from_;
   std::array<head_memo, 2> heads_;                 // by whether the whole pieces recompute the head's closing
   std::vector<std::pair<end_run, bool>> tails_;    // by target state; second: computed
   node_id middle_lo_ = 1, middle_hi_ = 0;
