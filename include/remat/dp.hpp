@@ -25,11 +25,12 @@
 ///   recomputed values read by a backward, the kept bytes not yet released,
 ///   the forward peak; and for the time objective the recompute time). States
 ///   are keyed by (piece, lower set of the piece) using decompose_series.
-///   A stage's cost takes O(|its first and last two pieces| + log(pieces
-///   between)) (stage_evaluator summarises runs of whole pieces), and its
-///   target state is found by a running XOR of node keys, so the work is
-///   O(Σ_L |supersets(L)| · (piece size + log pieces + deg)) plus the labels;
-///   the number of lower sets is the driver (see lower_sets.hpp).
+///   A stage across whole pieces costs O(1) once the head of its source and
+///   the tail of its target are known (stage_evaluator), a stage within a few
+///   pieces O(|stage| + edges at it), and its target state is found by a
+///   running XOR of node keys; so the work is O(Σ_L |supersets(L)| · deg)
+///   plus the labels: the number of lower sets is the driver (see
+///   lower_sets.hpp).
 /// * `prefix`: the prefixes of the id order (stages are id intervals): exact on
 ///   linear graphs, an approximation elsewhere. O(n · |stage| · (|stage| + deg)).
 /// * `principal`: Kusumoto's approximate family {∅} ∪ {↓v} ∪ {V}, all
@@ -125,10 +126,13 @@ struct stage_cost {
 /// per case up front, giving its effect on the memory in each phase (rise above
 /// the memory it starts from, net change). Effects compose, so runs of 2^l
 /// consecutive pieces are composed too (binary lifting: the upper half's case
-/// picks the lower half's), and any run is O(log) blocks. An evaluation then
-/// costs O(|head| + |tail| + edges at them + |∂L| + log(pieces spanned))
-/// instead of O(|V| + edges at V), where head and tail are the stage's nodes
-/// in piece i and in pieces j − 1 and j.
+/// picks the lower half's), and any run is O(log) blocks, or O(1) when the
+/// caller names the source (its runs grow one piece at a time). The stage's
+/// nodes in piece i (its head) and in pieces j − 1 and j (its tail) are run
+/// the same way, on their own: the head depends only on L and on the case the
+/// whole pieces pass down, the tail only on L ∪ V. Given ids for L and L ∪ V
+/// both are kept, so an evaluation composes three summaries instead of
+/// walking O(|V| + edges at V).
 class stage_evaluator {
  public:
   stage_evaluator(const graph& g, const series_decomposition& pieces, bool summarize_pieces = true)
