@@ -6,7 +6,7 @@
 ///
 /// | method     | plan family | what it guarantees |
 /// | ---------- | ----------- | ------------------ |
-/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families, status `feasible`, with a lower bound |
+/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound |
 /// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
 /// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
 /// | `approx`   | Kusumoto's principal lower sets | optimal over them |
@@ -117,6 +117,35 @@ inline solution run_dp(const graph& g, dp_family family, const solve_options& op
     s.peak_lower_bound = family == dp_family::exact && s.status == solve_status::optimal ? s.claimed_peak : floor;
   }
   return s;
+}
+
+// Too many lower sets for the exact programme, but the search for a plan
+// below the best one found is bounded by that plan's peak, and the bound can
+// cut it short: on Inception v3 the first layers alone need nearly all of it,
+// so the search ends after nine lower sets. When it is complete and finds
+// nothing, the best plan's peak is the least (its recompute is not minimised).
+// It may visit as many lower sets and stages as `max_lower_sets`.
+inline void prove_least_peak(const graph& g, const solve_options& options,
+                             std::chrono::steady_clock::time_point deadline, solution& s) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (s.claimed_peak == 0 || left.count() <= 0) return;
+  dp_options below;
+  below.goal = objective::memory;
+  below.budget = s.claimed_peak - 1;
+  below.peak_only = true;
+  below.max_states = options.max_lower_sets;
+  below.max_transitions = options.max_lower_sets;
+  below.time_limit = left;
+  below.preserve_gradient_order = options.preserve_gradient_order;
+  const dp_result search = solve_dp(g, dp_family::exact, below);
+  if (!search.complete || search.result.status != solve_status::infeasible) return;
+  s.status = solve_status::optimal;
+  s.peak_lower_bound = s.claimed_peak;
+  s.message = "least peak proven: no stage plan peaks below this one (a search bounded by its peak ended after " +
+              std::to_string(search.result.stats.lower_sets) + " lower sets and " +
+              std::to_string(search.result.stats.transitions) + " stages); its recompute is not minimised among " +
+              "least-peak plans, the graph having more than " + std::to_string(options.max_lower_sets) +
+              " lower sets";
 }
 
 inline solution segment_plan_solution(const graph& g, const segment_solution& found, method m,
@@ -240,6 +269,9 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
                        : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
                   "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search and principal "
                   "lower sets, none proven optimal";
+      if (lower_sets.status != enumeration_status::complete && options.goal == objective::memory &&
+          s.status == solve_status::feasible)
+        detail::prove_least_peak(g, options, deadline, s);
       break;
     }
   }
