@@ -245,9 +245,19 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       // graphs), the min-cut stages and Feng & Huang's division search; each
       // takes well under a second on the zoo's NAS networks.
       const std::uint64_t floor = per_op_floor(g).bytes;
+      const std::string fallback_message =
+          (lower_sets.status == enumeration_status::complete
+               ? std::string("the exact search stopped at its cap or time limit")
+               : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
+          "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search and principal "
+          "lower sets, none proven optimal";
+      // Each new best plan gets a bounded search below its peak (see
+      // prove_least_peak); once its peak is proven least no fallback can beat it.
+      const bool provable = lower_sets.status != enumeration_status::complete && options.goal == objective::memory;
+      bool proven = false;
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
       if (g.size() <= 600) fallbacks.push_back(method::approx);
-      for (std::size_t i = 0; i < fallbacks.size(); ++i) {
+      for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
         solve_options narrower = options;
         narrower.method = fallbacks[i];
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -257,21 +267,20 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
                             (options.goal == objective::memory ? other.claimed_peak < s.claimed_peak
                                                                : other.claimed_recompute < s.claimed_recompute);
-        if (better) {
-          s = std::move(other);
-          s.peak_lower_bound = floor;
+        if (!better) continue;
+        s = std::move(other);
+        s.peak_lower_bound = floor;
+        if (provable) {
+          s.status = solve_status::feasible;
+          detail::prove_least_peak(g, options, deadline, s);
+          proven = s.status == solve_status::optimal;
         }
       }
-      if (s.status == solve_status::optimal) s.status = solve_status::feasible;
       s.best.method = "exact";
-      s.message = (lower_sets.status == enumeration_status::complete
-                       ? std::string("the exact search stopped at its cap or time limit")
-                       : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
-                  "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search and principal "
-                  "lower sets, none proven optimal";
-      if (lower_sets.status != enumeration_status::complete && options.goal == objective::memory &&
-          s.status == solve_status::feasible)
-        detail::prove_least_peak(g, options, deadline, s);
+      if (!proven) {
+        if (s.status == solve_status::optimal) s.status = solve_status::feasible;
+        s.message = fallback_message;
+      }
       break;
     }
   }
