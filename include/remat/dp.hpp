@@ -206,26 +206,16 @@ class stage_evaluator {
     for (node_id v : stage) mark(v, in_stage);
     stage_cost out;
 
-    std::uint64_t params_in_stage = 0;
-    // consumers of a stage node outside L ∪ V (none can be in L)
-    auto consumers_outside = [&](node_id v) -> std::uint32_t {
-      if (counts) return counts->outside[v];
-      std::uint32_t outside = 0;
-      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
-      return outside;
-    };
-    for (node_id v : stage) {
-      params_in_stage += g_.params(v);
-      const bool boundary = (g_.successors(v).empty() && reads_output(g_.reads(v))) || consumers_outside(v) > 0;
-      if (boundary) {
-        mark(v, kept);
-        out.kept_added += g_.bytes(v);
-      }
-    }
-
     // Backward start: later parameter gradients, gradient buffers of nodes with
     // a consumer already done, kept values not yet released.
-    std::uint64_t cur = resident_ + (total_params_ - params_in_base - params_in_stage);
+    std::uint64_t params_in_stage = 0;
+    std::uint64_t cur = resident_ + (total_params_ - params_in_base);
+    if (counts) {
+      enter_nodes(stage, [&](node_id v) { return counts->outside[v]; }, out.kept_added, params_in_stage, cur);
+    } else {
+      enter_nodes(stage, [&](node_id v) { return consumers_outside(v); }, out.kept_added, params_in_stage, cur);
+    }
+    cur -= params_in_stage;
     std::uint64_t released = 0;
     for (node_id u : frontier) {
       std::uint32_t waiting = 0;  // consumers in L ∪ V
@@ -236,7 +226,6 @@ class stage_evaluator {
       }
       frontier_start(u, waiting, cur, released);
     }
-    for (node_id v : stage) stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - consumers_outside(v), cur);
     // The kept bytes M include `released`; the caller adds M, and this stage's
     // peak is max(forward, backward − released) above it.
 
@@ -248,11 +237,7 @@ class stage_evaluator {
       if (has(x, recomputed)) set_release(x);
 
     std::uint64_t backward = 0;
-    for (node_id x : stage)
-      if (has(x, recomputed)) {
-        recompute_step(x, cur, backward);
-        out.recompute += g_.time(x);
-      }
+    recompute_phase(stage, cur, backward, out.recompute);
     for (std::size_t k = stage.size(); k-- > 0;) backward_step(stage[k], cur, backward);
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
     return out;
@@ -396,16 +381,7 @@ class stage_evaluator {
     end_run out;
     for (node_id v : head) mark(v, in_stage);
     std::uint64_t start = base;
-    for (node_id v : head) {
-      out.params += g_.params(v);
-      std::uint32_t outside = 0;
-      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
-      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
-        mark(v, kept);
-        out.kept_added += g_.bytes(v);
-      }
-      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
-    }
+    enter_nodes(head, [&](node_id v) { return consumers_outside(v); }, out.kept_added, out.params, start);
     for (node_id u : frontier) {
       std::uint32_t waiting = 0;
       for (node_id s : g_.successors(u)) waiting += (in_base(s) || in_v(s)) ? 1 : 0;
@@ -424,13 +400,7 @@ class stage_evaluator {
     release_[head_closing] = never;  // the whole pieces release it
 
     std::uint64_t cur = base, peak = 0;
-    bool any = false;
-    for (node_id x : head)
-      if (has(x, recomputed)) {
-        recompute_step(x, cur, peak);
-        out.recompute_time += g_.time(x);
-        any = true;
-      }
+    const bool any = recompute_phase(head, cur, peak, out.recompute_time);
     out.recompute = effect(cur, peak, any);
     if (!reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
     cur = base;
@@ -452,16 +422,7 @@ class stage_evaluator {
     end_run out;
     for (node_id v : tail) mark(v, in_stage);
     std::uint64_t start = base;
-    for (node_id v : tail) {
-      out.params += g_.params(v);
-      std::uint32_t outside = 0;
-      for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
-      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
-        mark(v, kept);
-        out.kept_added += g_.bytes(v);
-      }
-      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
-    }
+    enter_nodes(tail, [&](node_id v) { return consumers_outside(v); }, out.kept_added, out.params, start);
     out.start = start - base;
 
     for (std::size_t k = tail.size(); k-- > 0;) decide(tail[k]);
@@ -478,13 +439,7 @@ class stage_evaluator {
     }
 
     std::uint64_t cur = base, peak = 0;
-    bool any = false;
-    for (node_id x : tail)
-      if (has(x, recomputed)) {
-        recompute_step(x, cur, peak);
-        out.recompute_time += g_.time(x);
-        any = true;
-      }
+    const bool any = recompute_phase(tail, cur, peak, out.recompute_time);
     out.recompute = effect(cur, peak, any);
     cur = base;
     peak = 0;
@@ -493,6 +448,41 @@ class stage_evaluator {
     middle_lo_ = 1;
     middle_hi_ = 0;
     return out;
+  }
+
+  // Consumers of a stage node outside L ∪ V (none can be in L).
+  std::uint32_t consumers_outside(node_id v) const {
+    std::uint32_t outside = 0;
+    for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
+    return outside;
+  }
+
+  // Stage nodes (all already marked in_stage): which are kept for later
+  // stages, their parameter bytes, and what they hold when the backward starts.
+  template <class Outside>
+  void enter_nodes(std::span<const node_id> nodes, Outside&& outside_of, std::uint64_t& kept_added,
+                   std::uint64_t& params, std::uint64_t& start) {
+    for (node_id v : nodes) {
+      params += g_.params(v);
+      const std::uint32_t outside = outside_of(v);
+      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
+        mark(v, kept);
+        kept_added += g_.bytes(v);
+      }
+      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
+    }
+  }
+
+  // Recomputes the marked nodes among `nodes`, in order; whether there were any.
+  bool recompute_phase(std::span<const node_id> nodes, std::uint64_t& cur, std::uint64_t& peak, double& time) {
+    bool any = false;
+    for (node_id x : nodes)
+      if (has(x, recomputed)) {
+        recompute_step(x, cur, peak);
+        time += g_.time(x);
+        any = true;
+      }
+    return any;
   }
 
   static phase_effect effect(std::uint64_t end, std::uint64_t peak, bool any) {

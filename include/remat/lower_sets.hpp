@@ -168,10 +168,7 @@ class ideal_walker {
       if (stop()) return;
       // Add a: successors whose last missing operand was a become addable (they are > a).
       const std::size_t begin = pool_.size();
-      for (std::size_t k = top.next; k < top.end; ++k) {
-        const node_id c = pool_[k];
-        pool_.push_back(c);
-      }
+      for (std::size_t k = top.next; k < top.end; ++k) pool_.push_back(pool_[k]);
       auto release = [&](node_id s) {
         if (s <= limit && --missing(s, in_base) == 0)
           pool_.insert(std::lower_bound(pool_.begin() + static_cast<std::ptrdiff_t>(begin), pool_.end(), s), s);
