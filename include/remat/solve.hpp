@@ -123,12 +123,15 @@ inline solution run_dp(const graph& g, dp_family family, const solve_options& op
 // below the best one found is bounded by that plan's peak, and the bound can
 // cut it short: on Inception v3 the first layers alone need nearly all of it,
 // so the search ends after nine lower sets. When it is complete and finds
-// nothing, the best plan's peak is the least (its recompute is not minimised).
-// It may visit as many lower sets and stages as `max_lower_sets`.
-inline void prove_least_peak(const graph& g, const solve_options& options,
-                             std::chrono::steady_clock::time_point deadline, solution& s) {
+// nothing, the best plan's peak is the least; when it finds a plan, that plan
+// has the least peak and replaces it (either way the recompute is not minimised).
+// It may visit as many lower sets and stages as `max_lower_sets`. Returns why
+// the peak was not proven (empty when it was).
+inline std::string prove_least_peak(const graph& g, const solve_options& options,
+                                    std::chrono::steady_clock::time_point deadline, solution& s) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  if (s.claimed_peak == 0 || left.count() <= 0) return;
+  if (s.claimed_peak == 0) return "no plan to search below";
+  if (left.count() <= 0) return "no time was left to search for a plan below its peak";
   dp_options below;
   below.goal = objective::memory;
   below.budget = s.claimed_peak - 1;
@@ -138,7 +141,26 @@ inline void prove_least_peak(const graph& g, const solve_options& options,
   below.time_limit = left;
   below.preserve_gradient_order = options.preserve_gradient_order;
   const dp_result search = solve_dp(g, dp_family::exact, below);
-  if (!search.complete || search.result.status != solve_status::infeasible) return;
+  if (search.complete && search.result.status != solve_status::infeasible) {
+    // The search is the exact programme below the bound, so what it found is
+    // the least peak of all stage plans.
+    s = search.result;
+    s.status = solve_status::optimal;
+    s.peak_lower_bound = s.claimed_peak;
+    s.message = "least peak found by a search below the best fallback plan (" +
+                std::to_string(search.result.stats.lower_sets) + " lower sets, " +
+                std::to_string(search.result.stats.transitions) + " stages); its recompute is not minimised among " +
+                "least-peak plans, the graph having more than " + std::to_string(options.max_lower_sets) +
+                " lower sets";
+    return {};
+  }
+  if (!search.complete)
+    return "a search for a plan below its peak stopped at " +
+           (search.result.stats.time_limit_reached ? std::string("the time limit")
+                                                   : "its cap of " + std::to_string(options.max_lower_sets) +
+                                                         " lower sets and stages") +
+           " after " + std::to_string(search.result.stats.lower_sets) + " lower sets and " +
+           std::to_string(search.result.stats.transitions) + " stages";
   s.status = solve_status::optimal;
   s.peak_lower_bound = s.claimed_peak;
   s.message = "least peak proven: no stage plan peaks below this one (a search bounded by its peak ended after " +
@@ -146,6 +168,7 @@ inline void prove_least_peak(const graph& g, const solve_options& options,
               std::to_string(search.result.stats.transitions) + " stages); its recompute is not minimised among " +
               "least-peak plans, the graph having more than " + std::to_string(options.max_lower_sets) +
               " lower sets";
+  return {};
 }
 
 inline solution segment_plan_solution(const graph& g, const segment_solution& found, method m,
@@ -245,16 +268,11 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       // graphs), the min-cut stages and Feng & Huang's division search; each
       // takes well under a second on the zoo's NAS networks.
       const std::uint64_t floor = per_op_floor(g).bytes;
-      const std::string fallback_message =
-          (lower_sets.status == enumeration_status::complete
-               ? std::string("the exact search stopped at its cap or time limit")
-               : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
-          "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search and principal "
-          "lower sets, none proven optimal";
       // Each new best plan gets a bounded search below its peak (see
       // prove_least_peak); once its peak is proven least no fallback can beat it.
       const bool provable = lower_sets.status != enumeration_status::complete && options.goal == objective::memory;
       bool proven = false;
+      std::string unproven;
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
       if (g.size() <= 600) fallbacks.push_back(method::approx);
       for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
@@ -272,14 +290,20 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         s.peak_lower_bound = floor;
         if (provable) {
           s.status = solve_status::feasible;
-          detail::prove_least_peak(g, options, deadline, s);
+          unproven = detail::prove_least_peak(g, options, deadline, s);
           proven = s.status == solve_status::optimal;
         }
       }
       s.best.method = "exact";
       if (!proven) {
         if (s.status == solve_status::optimal) s.status = solve_status::feasible;
-        s.message = fallback_message;
+        s.message = (lower_sets.status == enumeration_status::complete
+                         ? std::string("the exact search stopped at its cap or time limit")
+                         : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
+                    "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
+                    (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)") +
+                    ", none proven optimal" + (unproven.empty() ? "" : "; " + unproven) +
+                    "; the lower bound is the per-op floor";
       }
       break;
     }
