@@ -141,33 +141,25 @@ inline std::string prove_least_peak(const graph& g, const solve_options& options
   below.time_limit = left;
   below.preserve_gradient_order = options.preserve_gradient_order;
   const dp_result search = solve_dp(g, dp_family::exact, below);
-  if (search.complete && search.result.status != solve_status::infeasible) {
-    // The search is the exact programme below the bound, so what it found is
-    // the least peak of all stage plans.
-    s = search.result;
-    s.status = solve_status::optimal;
-    s.peak_lower_bound = s.claimed_peak;
-    s.message = "least peak found by a search below the best fallback plan (" +
-                std::to_string(search.result.stats.lower_sets) + " lower sets, " +
-                std::to_string(search.result.stats.transitions) + " stages); its recompute is not minimised among " +
-                "least-peak plans, the graph having more than " + std::to_string(options.max_lower_sets) +
-                " lower sets";
-    return {};
-  }
+  const std::string searched = std::to_string(search.result.stats.lower_sets) + " lower sets and " +
+                               std::to_string(search.result.stats.transitions) + " stages";
   if (!search.complete)
     return "a search for a plan below its peak stopped at " +
            (search.result.stats.time_limit_reached ? std::string("the time limit")
                                                    : "its cap of " + std::to_string(options.max_lower_sets) +
                                                          " lower sets and stages") +
-           " after " + std::to_string(search.result.stats.lower_sets) + " lower sets and " +
-           std::to_string(search.result.stats.transitions) + " stages";
+           " after " + searched;
+  // The search is the exact programme below the bound: a plan it finds has
+  // the least peak of all stage plans, and finding none proves s's peak least.
+  const bool found = search.result.status != solve_status::infeasible;
+  if (found) s = search.result;
   s.status = solve_status::optimal;
   s.peak_lower_bound = s.claimed_peak;
-  s.message = "least peak proven: no stage plan peaks below this one (a search bounded by its peak ended after " +
-              std::to_string(search.result.stats.lower_sets) + " lower sets and " +
-              std::to_string(search.result.stats.transitions) + " stages); its recompute is not minimised among " +
-              "least-peak plans, the graph having more than " + std::to_string(options.max_lower_sets) +
-              " lower sets";
+  s.message = (found ? "least peak found by a search below the best fallback plan (" + searched + ")"
+                     : "least peak proven: no stage plan peaks below this one (a search bounded by its peak "
+                       "ended after " + searched + ")") +
+              "; its recompute is not minimised among least-peak plans, the graph having more than " +
+              std::to_string(options.max_lower_sets) + " lower sets";
   return {};
 }
 
