@@ -83,7 +83,7 @@ void add_plan_command(CLI::App& app) {
     out.row("graph", fmt::format("{} ({} nodes)", g.name(), g.size()), g.name());
     out.row("status", std::string(to_string(s.status)) + (s.message.empty() ? "" : "  (" + s.message + ")"),
             std::string(to_string(s.status)));
-    if (s.status == solve_status::infeasible && s.best.steps.empty()) {
+    if (s.best.steps.empty()) {  // infeasible, or stopped before any plan
       if (s.smallest_feasible_budget) out.hidden("smallest_feasible_budget", s.smallest_feasible_budget);
       out.print(opt->json);
       throw error(s.message.empty() ? "no plan meets the budget" : s.message);

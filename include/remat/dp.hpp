@@ -1456,7 +1456,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   out.complete = engine.enumerate(family, options.budget);
   const std::optional<std::uint32_t> final = engine.final_state();
   if (!final) {
-    sol.status = solve_status::infeasible;
+    sol.status = out.complete ? solve_status::infeasible : solve_status::stopped;
     sol.stats = engine.stats();
     if (out.complete && options.goal == objective::time &&
         options.budget != std::numeric_limits<std::uint64_t>::max()) {

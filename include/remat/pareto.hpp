@@ -92,7 +92,9 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
       out.points.push_back(std::move(p));
     }
   out.stats = engine.stats();
-  out.status = out.points.empty() ? solve_status::infeasible : solve_status::feasible;
+  out.status = !out.points.empty() ? solve_status::feasible
+               : complete          ? solve_status::infeasible
+                                   : solve_status::stopped;
   out.message = std::string(small ? "all lower-set chains" : "the prefix family") +
                 ": too many Pareto labels for the exact frontier; sampled at " + std::to_string(samples) +
                 " budgets, each point optimal for its budget, points between them may be missing";
@@ -125,8 +127,8 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
     return detail::sampled_frontier(g, out.family, options, small);
   out.points = std::move(r.frontier);
   out.stats = r.result.stats;
-  if (r.result.status == solve_status::infeasible) {
-    out.status = solve_status::infeasible;
+  if (r.result.status == solve_status::infeasible || r.result.status == solve_status::stopped) {
+    out.status = r.result.status;
     out.message = r.complete ? "no plan peaks within the limit" : "stopped by the time limit before any plan";
     return out;
   }

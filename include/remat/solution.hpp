@@ -17,6 +17,7 @@ enum class solve_status {
   optimal,     ///< proven optimal within the method's plan family and objective
   feasible,    ///< a valid plan; a cap or time limit stopped the proof (see the bounds)
   infeasible,  ///< no plan meets the budget (see smallest_feasible_budget)
+  stopped,     ///< no plan: a cap or the time limit stopped the method before it completed one; nothing is proven
 };
 
 inline constexpr std::string_view to_string(solve_status s) noexcept {
@@ -24,6 +25,7 @@ inline constexpr std::string_view to_string(solve_status s) noexcept {
     case solve_status::optimal: return "optimal";
     case solve_status::feasible: return "feasible";
     case solve_status::infeasible: return "infeasible";
+    case solve_status::stopped: return "stopped";
   }
   return "?";
 }

@@ -273,7 +273,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         narrower.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(fallbacks.size() - i));
         solution other = solve(g, narrower);
-        if (other.status == solve_status::infeasible) continue;
+        if (other.status == solve_status::infeasible || other.status == solve_status::stopped) continue;
         const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
                             (options.goal == objective::memory ? other.claimed_peak < s.claimed_peak
                                                                : other.claimed_recompute < s.claimed_recompute);

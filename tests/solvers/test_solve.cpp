@@ -204,7 +204,22 @@ TEST_CASE("caps and time limits end with the best plan found, never an exception
     quick.time_limit = std::chrono::milliseconds(1);
     const solution s = solve(g, quick);
     CHECK_MESSAGE((!s.best.steps.empty() || !s.message.empty()), to_string(m));
+    // Without a plan the status says why: a proven impossibility or a stop, never "feasible".
+    if (s.best.steps.empty())
+      CHECK_MESSAGE((s.status == solve_status::stopped || s.status == solve_status::infeasible), to_string(m));
   }
+  // The lower-set programme alone, stopped before any complete plan, says it
+  // stopped: nothing is proven, so the budget is not called infeasible.
+  solve_options dp_only;
+  dp_only.method = method::dp;
+  dp_only.max_lower_sets = 1u << 20;
+  dp_only.time_limit = std::chrono::milliseconds(20);
+  const solution stopped = solve(zoo::build("inception-v3"), dp_only);
+  CHECK(stopped.status == solve_status::stopped);
+  CHECK(to_string(stopped.status) == "stopped");
+  CHECK(stopped.best.steps.empty());
+  CHECK(stopped.stats.time_limit_reached);
+  CHECK(stopped.message.find("stopped by a cap or the time limit") != std::string::npos);
   CHECK_THROWS_AS((void)solve(g, [] {
     solve_options k;
     k.method = method::every_k;
