@@ -14,7 +14,9 @@
 /// simulator like any other.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "graph.hpp"
@@ -55,6 +57,104 @@ inline std::uint64_t largest_segment_node(const graph& g) noexcept {
   for (std::size_t v = 0; v < g.size(); ++v)
     if (!is_segment_endpoint(g, v)) largest = std::max(largest, g.bytes(v));
   return largest;
+}
+
+/// A lower bound on the objective that sees more than one node. If a kept
+/// set's largest segment weighs at most T, every connected group of
+/// non-endpoint nodes weighing more than T holds a kept node, so disjoint such
+/// groups make the kept bytes at least the sum of their lightest nodes. The
+/// groups are carved, for each of up to 64 floors θ (node weights that occur),
+/// from the nodes of at least θ bytes: a depth-first forest cut bottom-up each
+/// time a subtree passes T, every piece connected, heavier than T and worth θ;
+/// LB(T) is the best θ · pieces. With T on a geometric grid T₀ < T₁ < … from
+/// the lightest node, a kept set whose largest segment lies in (T_a, T_{a+1}]
+/// scores at least T_a + LB(T_{a+1}), and one at most T₀ at least LB(T₀); the
+/// bound is the least of these (or the largest node, if higher). A coarse
+/// grid (×2) runs first, then a fine one (×1.03) unless `deadline` passes,
+/// which keeps the coarse result. O(grid · floors · (n + m)).
+inline std::uint64_t segment_packing_bound(
+    const graph& g, std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
+  const std::uint64_t largest = largest_segment_node(g);
+  std::vector<std::uint64_t> weights;
+  std::uint64_t total = 0;
+  for (node_id v = 0; v < g.size(); ++v)
+    if (!is_segment_endpoint(g, v) && g.bytes(v) > 0) {
+      weights.push_back(g.bytes(v));
+      total += g.bytes(v);
+    }
+  std::sort(weights.begin(), weights.end());
+  weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+  if (weights.empty()) return largest;
+
+  // Per floor, its nodes in depth-first preorder with their parents in the forest.
+  struct forest {
+    std::uint64_t floor = 0;
+    std::vector<node_id> order;
+    std::vector<node_id> parent;  // parent[k] of order[k]; a root is its own parent
+  };
+  std::vector<forest> forests;
+  const std::size_t stride = (weights.size() + 63) / 64;
+  std::vector<char> seen(g.size(), 0);
+  std::vector<std::pair<node_id, node_id>> stack;  // (node, parent)
+  for (std::size_t i = 0; i < weights.size(); i += stride) {
+    forest f;
+    f.floor = weights[i];
+    auto member = [&](node_id v) { return !is_segment_endpoint(g, v) && g.bytes(v) >= f.floor; };
+    std::fill(seen.begin(), seen.end(), 0);
+    for (node_id root = 0; root < g.size(); ++root) {
+      if (!member(root) || seen[root]) continue;
+      seen[root] = 1;
+      stack.assign(1, {root, root});
+      while (!stack.empty()) {
+        const auto [u, up] = stack.back();
+        stack.pop_back();
+        f.order.push_back(u);
+        f.parent.push_back(up);
+        auto visit = [&](node_id x) {
+          if (member(x) && !seen[x]) {
+            seen[x] = 1;
+            stack.push_back({x, u});
+          }
+        };
+        for (node_id x : g.successors(u)) visit(x);
+        for (node_id x : g.predecessors(u)) visit(x);
+      }
+    }
+    forests.push_back(std::move(f));
+  }
+
+  std::vector<std::uint64_t> carried(g.size(), 0);
+  auto packing = [&](std::uint64_t t) {  // LB(t)
+    std::uint64_t best = 0;
+    for (const forest& f : forests) {
+      for (node_id u : f.order) carried[u] = 0;
+      std::uint64_t pieces = 0;
+      for (std::size_t k = f.order.size(); k-- > 0;) {
+        const node_id u = f.order[k];
+        carried[u] += g.bytes(u);
+        if (carried[u] > t) {
+          ++pieces;
+        } else if (f.parent[k] != u) {
+          carried[f.parent[k]] += carried[u];
+        }
+      }
+      best = std::max(best, f.floor * pieces);
+    }
+    return best;
+  };
+  auto over_grid = [&](double ratio, bool timed) -> std::optional<std::uint64_t> {
+    std::uint64_t t = weights.front(), bound = packing(t);
+    while (t < total) {
+      if (timed && std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      const std::uint64_t next = std::max(t + 1, static_cast<std::uint64_t>(static_cast<double>(t) * ratio));
+      bound = std::min(bound, t + packing(next));
+      t = next;
+    }
+    return bound;
+  };
+  std::uint64_t bound = *over_grid(2.0, false);
+  if (const auto fine = over_grid(1.03, true)) bound = std::max(bound, *fine);
+  return std::max(largest, bound);
 }
 
 /// Evaluates the objective for `kept` (endpoints count as kept whether or not

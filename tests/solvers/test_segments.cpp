@@ -69,6 +69,8 @@ TEST_CASE("exact sweep equals the brute force over every kept set, with or witho
     CHECK(plain.cost.total() == best);
     CHECK(plain.lower_bound == best);
     CHECK(evaluate_segments(g, plain.kept) == plain.cost);
+    CHECK(segment_packing_bound(g) <= best);
+    CHECK(segment_packing_bound(g) >= largest_segment_node(g));
 
     const ogc_solution division = solve_ogc(g);
     CHECK(division.cost == evaluate_segments(g, division.kept));
@@ -113,7 +115,25 @@ TEST_CASE("zoo: the exact objective is never worse than the division search, and
     CHECK(exact.optimal);
     CHECK(exact.cost.total() <= division.cost.total());
     if (std::string(name) == "densenet121") CHECK(exact.cost.total() < division.cost.total());
+    CHECK(segment_packing_bound(g) <= exact.cost.total());
   }
+}
+
+TEST_CASE("a stopped search on a NAS network bounds the objective by disjoint heavy groups, not by one node") {
+  const graph g = zoo::build("darts-cifar10");
+  segment_dp_options quick;
+  quick.time_limit = std::chrono::milliseconds(200);
+  const ogc_solution division = solve_ogc(g);
+  const segment_solution stopped = solve_segments_exact(g, quick, &division.kept);
+  REQUIRE_FALSE(stopped.optimal);
+  const std::uint64_t packing = segment_packing_bound(g);
+  MESSAGE("DARTS: best " << stopped.cost.total() << " bytes, packing bound " << packing << ", largest node "
+                         << largest_segment_node(g));
+  CHECK(stopped.lower_bound >= packing);
+  CHECK(packing > 4 * largest_segment_node(g));
+  CHECK(stopped.lower_bound < stopped.cost.total());
+  // Every bound given is met by a kept set no better than the best found.
+  CHECK(packing <= stopped.cost.total());
 }
 
 TEST_CASE("solve: ogc and ogc-exact plans are kept-set plans measured by the simulator") {
