@@ -484,7 +484,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
       out.stats.cap_reached = sweep.stats.cap_reached;
       out.stats.time_limit_reached = sweep.stats.time_limit_reached;
       // The packing bound looks at the whole graph at once, where the sweeps
-      // stopped low (NASNet: 266 MiB against 172); it may take 2% past the
+      // stopped low (NASNet: 267 MiB against 172); it may take 2% past the
       // limit, or 100 ms (on the NAS networks it needs about 25 ms).
       const auto grace =
           start + options.time_limit + std::max(options.time_limit / 50, std::chrono::milliseconds(100));

@@ -146,8 +146,11 @@ inline std::uint64_t segment_packing_bound(
     std::uint64_t t = weights.front(), bound = packing(t);
     while (t < total) {
       if (timed && std::chrono::steady_clock::now() > deadline) return std::nullopt;
-      const std::uint64_t next = std::max(t + 1, static_cast<std::uint64_t>(static_cast<double>(t) * ratio));
-      bound = std::min(bound, t + packing(next));
+      // t < total, and bytes sum to below 2⁶⁴: neither the step nor the sum overflows
+      const double grown = static_cast<double>(t) * ratio;
+      const std::uint64_t next =
+          grown >= static_cast<double>(total) ? total : std::max(t + 1, static_cast<std::uint64_t>(grown));
+      bound = std::min(bound, t + std::min(packing(next), total - t));
       t = next;
     }
     return bound;
