@@ -96,7 +96,7 @@ struct dp_result {
   solution result;
   std::vector<frontier_point> frontier;  ///< when options.keep_frontier, by increasing peak
   bool complete = false;                 ///< the family was fully explored
-  bool labels_capped = false;            ///< the label phase stopped at max_labels (no frontier)
+  bool labels_capped = false;            ///< the label phase stopped at max_labels or the time limit (no frontier)
 };
 
 namespace detail {
@@ -934,8 +934,9 @@ class dp_engine {
           if (flat[t.to] && next_kept <= flat_kept[t.to]) flat_best[t.to] = std::min(flat_best[t.to], recompute);
         }
         push_label(t.to, {next_kept, peak, recompute, t.to, i});
+        if (time_is_up()) break;  // a three-dimensional push can scan a front of thousands
       }
-      if (labels_.size() > options_.max_labels) {
+      if (labels_.size() > options_.max_labels || time_is_up()) {
         labels_capped_ = true;
         return {};
       }
@@ -1006,6 +1007,15 @@ class dp_engine {
     if (u < pc.first) return true;
     if (u > pc.last) return false;
     return st.local.contains(u - pc.first);
+  }
+
+  // The time limit alone (the label phase creates no states or stages). Sticky:
+  // once the enumeration ran out of time, the labels do not start.
+  bool time_is_up() {
+    if (!stats_.time_limit_reached && options_.time_limit.count() > 0 && (++clock_checks_ & 255) == 0 &&
+        std::chrono::steady_clock::now() - start_time_ > options_.time_limit)
+      stats_.time_limit_reached = true;
+    return stats_.time_limit_reached;
   }
 
   bool out_of_budget() {
@@ -1491,10 +1501,15 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     sol.claimed_peak = peak;
     sol.claimed_recompute = recompute;
     sol.best = plan::from_stages(g, engine.stages_of_chain(chain), method_name);
-    if (engine.labels_capped())
-      sol.message = options.goal == objective::memory
-                        ? "least peak proven; recompute not minimised among least-peak plans (label cap reached)"
-                        : "label cap reached: a plan within the budget, recompute not minimised";
+    if (engine.labels_capped()) {
+      const std::string why = engine.stats().time_limit_reached ? "time limit reached" : "label cap reached";
+      if (options.goal == objective::time)
+        sol.message = why + ": a plan within the budget, recompute not minimised";
+      else if (out.complete)
+        sol.message = "least peak proven; recompute not minimised among least-peak plans (" + why + ")";
+      else
+        sol.message = why + ": the least peak over the stages found, not proven; recompute not minimised";
+    }
   } else {
     auto better = [&](const detail::dp_label& x, const detail::dp_label& y) {
       if (options.goal == objective::memory)
@@ -1508,6 +1523,8 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   }
   sol.figures = simulate(g, sol.best.steps);
   sol.status = out.complete ? solve_status::optimal : solve_status::feasible;
+  if (!out.complete && sol.message.empty())
+    sol.message = "stopped by a cap or the time limit: the best plan over the stages found, not proven";
   if (engine.labels_capped() && options.goal == objective::time) sol.status = solve_status::feasible;
   if (options.keep_frontier) {
     std::vector<detail::dp_label> sorted = front;

@@ -60,9 +60,12 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
   const std::optional<std::uint32_t> final = engine.final_state();
   std::vector<frontier_point> candidates;
   // The least recompute within `budget`, or a least-kept plan if even the
-  // two-dimensional labels hit their cap.
+  // two-dimensional labels hit their cap or the time limit (then the
+  // sampling ends: later points would not be optimal for their budgets).
+  bool timed_out = false;
   auto sample = [&](std::uint64_t budget) {
     const std::vector<dp_label> front = engine.labels_within(budget, *final, true);
+    timed_out = engine.stats().time_limit_reached;
     if (front.empty()) {
       const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
       if (chain.empty()) return std::uint64_t{0};
@@ -80,7 +83,7 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
     const std::uint64_t low = engine.least_peak(*final);
     sample(low);
     const std::uint64_t high = sample(options.max_peak);
-    for (std::uint64_t i = 1; i < samples && high > low; ++i) sample(low + (high - low) / samples * i);
+    for (std::uint64_t i = 1; i < samples && high > low && !timed_out; ++i) sample(low + (high - low) / samples * i);
   }
   std::sort(candidates.begin(), candidates.end(), [](const auto& x, const auto& y) {
     return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
@@ -99,6 +102,8 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
                 ": too many Pareto labels for the exact frontier; sampled at " + std::to_string(samples) +
                 " budgets, each point optimal for its budget, points between them may be missing";
   if (!complete) out.message += "; stopped by a cap or the time limit, so the samples are over the stages found";
+  if (timed_out)
+    out.message += "; the time limit ended the sampling, and the last sample is a least-kept plan within its budget";
   return out;
 }
 
@@ -109,6 +114,7 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
 /// intervals), and says which. Complexity: that of solve_dp with three-
 /// dimensional fronts.
 inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+  const auto start = std::chrono::steady_clock::now();
   pareto_result out;
   const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   lower_set_options count_options;
@@ -123,8 +129,27 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
   dp.time_limit = options.time_limit;
   dp.preserve_gradient_order = options.preserve_gradient_order;
   dp_result r = solve_dp(g, out.family, dp);
-  if (r.labels_capped && r.result.status != solve_status::infeasible)
-    return detail::sampled_frontier(g, out.family, options, small);
+  if (r.labels_capped && r.result.stats.time_limit_reached && r.result.status != solve_status::infeasible &&
+      r.result.status != solve_status::stopped) {
+    // Out of time in the labels: the one plan known, the least peak over the stages found.
+    out.points.push_back({r.result.claimed_peak, r.result.claimed_recompute, r.result.best.stage_of});
+    out.stats = r.result.stats;
+    out.status = solve_status::feasible;
+    out.message = std::string("stopped by the time limit before the frontier: one point, the least peak of ") +
+                  (small ? "all lower-set chains" : "the prefix family (more than " +
+                                                        std::to_string(options.max_lower_sets) + " lower sets)") +
+                  (r.complete ? "" : " over the stages found, not proven") + ", with a least-kept plan";
+    return out;
+  }
+  if (r.labels_capped && r.result.status != solve_status::infeasible) {
+    pareto_options rest = options;  // the sampling gets what is left of the time limit
+    if (options.time_limit.count() > 0) {
+      const auto spent =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      rest.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit - spent);
+    }
+    return detail::sampled_frontier(g, out.family, rest, small);
+  }
   out.points = std::move(r.frontier);
   out.stats = r.result.stats;
   if (r.result.status == solve_status::infeasible || r.result.status == solve_status::stopped) {

@@ -1,5 +1,6 @@
 // remat::pareto_frontier: the exact frontier where its labels fit, a sampled
-// one (each point optimal for its budget, status feasible) where they do not.
+// one (each point optimal for its budget, status feasible) where they do not,
+// and the least-peak plan alone when the time limit ends the labels.
 
 #include <doctest/doctest.h>
 
@@ -40,6 +41,26 @@ TEST_CASE("past the label cap the frontier is sampled: never empty, never called
       if (e.peak <= p.peak) least = e.recompute;
     CHECK(least == doctest::Approx(p.recompute).epsilon(1e-12));
   }
+}
+
+TEST_CASE("the time limit holds in the label phase: the frontier stops with the least-peak plan, saying so") {
+  // Inception v3's prefix-family labels take seconds (17 s in the CLI); within
+  // 50 ms only the stages and the least peak are done.
+  const graph g = zoo::build("inception-v3");
+  pareto_options quick;
+  quick.time_limit = std::chrono::milliseconds(50);
+  const pareto_result r = pareto_frontier(g, quick);
+  CHECK(r.status == solve_status::feasible);
+  CHECK(r.stats.time_limit_reached);
+  CHECK(r.message.find("stopped by the time limit before the frontier") != std::string::npos);
+  REQUIRE(r.points.size() == 1);
+  const simulation sim = simulate(g, schedule_from_stages(g, r.points.front().stage_of));
+  CHECK(sim.peak_bytes == r.points.front().peak);
+  CHECK(sim.recompute_time == doctest::Approx(r.points.front().recompute).epsilon(1e-12));
+  // Without a limit the prefix family's least peak is the frontier's first point.
+  dp_options least;
+  least.peak_only = true;
+  CHECK(solve_dp(g, dp_family::prefix, least).result.claimed_peak <= r.points.front().peak);
 }
 
 }  // TEST_SUITE
