@@ -125,14 +125,19 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+// A plan within the budget (infeasible points may carry one above it).
+bool has_plan(const remat::solution& s) {
+  return s.status != remat::solve_status::infeasible && s.status != remat::solve_status::stopped;
+}
+
 // Why this point ends its series, if it does.
 std::optional<std::string> stop_reason(method m, const remat::solution& s, const graph_entry& entry,
                                        const remat::bench::measurement& t, const remat::solve_options& options) {
   const std::string limit = seconds_text(config.point_seconds);
   if (t.cpu_max > config.point_seconds)
     return "time: " + seconds_text(t.cpu_max) + " of CPU, over the " + limit + " budget per point";
-  if (s.status == remat::solve_status::infeasible || s.status == remat::solve_status::stopped)
-    return s.status == remat::solve_status::stopped ? "time limit: no plan within " + limit : "no plan";
+  if (s.status == remat::solve_status::stopped) return "time limit: no plan within " + limit;
+  if (s.status == remat::solve_status::infeasible) return "no plan";
   if (proves_optimality(m) && s.status != remat::solve_status::optimal) {
     if (m == method::exact && entry.lower_sets > options.max_lower_sets)
       return "cap: more than " + std::to_string(options.max_lower_sets) + " lower sets";
@@ -165,7 +170,7 @@ std::optional<std::string> predicted_overrun(const series_state& series, double 
 }
 
 void set_gap_counters(benchmark::State& state, method m, const std::string& key, const remat::solution& s) {
-  if (s.status == remat::solve_status::infeasible || s.status == remat::solve_status::stopped) return;
+  if (!has_plan(s)) return;
   const auto peak = static_cast<double>(s.figures.peak_bytes);
   const auto optimum = optimum_peak.find(key);
   const bool against_optimum = proves_optimality(m) && m != method::ogc_exact
@@ -263,7 +268,7 @@ void solve_point(benchmark::State& state, const std::string& key, const std::fun
   c["optimal"] = s.status == remat::solve_status::optimal ? 1 : 0;
   c["time_limit_reached"] = s.stats.time_limit_reached ? 1 : 0;
   c["cap_reached"] = s.stats.cap_reached ? 1 : 0;
-  if (s.status != remat::solve_status::infeasible && s.status != remat::solve_status::stopped) {
+  if (has_plan(s)) {
     c["plan_peak_bytes"] = static_cast<double>(s.figures.peak_bytes);
     c["lower_bound_bytes"] = static_cast<double>(s.peak_lower_bound);
     c["recompute_s"] = s.figures.recompute_time;

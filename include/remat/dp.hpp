@@ -399,16 +399,9 @@ class stage_evaluator {
       if (has(x, recomputed)) set_release(x);
     release_[head_closing] = never;  // the whole pieces release it
 
-    std::uint64_t cur = base, peak = 0;
-    const bool any = recompute_phase(head, cur, peak, out.recompute_time);
-    out.recompute = effect(cur, peak, any);
-    if (!reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
-    cur = base;
-    peak = 0;
-    for (std::size_t k = head.size(); k-- > 0;) backward_step(head[k], cur, peak);
-    out.backward = effect(cur, peak, true);
-    middle_lo_ = 1;
-    middle_hi_ = 0;
+    recompute_and_backward(head, out, [&] {
+      if (!reads_output(g_.reads(head_closing))) unmark(head_closing, alive);
+    });
     return out;
   }
 
@@ -438,16 +431,24 @@ class stage_evaluator {
       mark(middle_closing, alive);  // recomputed by the whole pieces
     }
 
+    recompute_and_backward(tail, out, [] {});
+    return out;
+  }
+
+  // The last two phases of an end run, each measured from `base`; `between`
+  // runs after the recomputation. Ends the run (no whole pieces in the stage).
+  template <class Between>
+  void recompute_and_backward(std::span<const node_id> nodes, end_run& out, Between&& between) {
     std::uint64_t cur = base, peak = 0;
-    const bool any = recompute_phase(tail, cur, peak, out.recompute_time);
+    const bool any = recompute_phase(nodes, cur, peak, out.recompute_time);
     out.recompute = effect(cur, peak, any);
+    between();
     cur = base;
     peak = 0;
-    for (std::size_t k = tail.size(); k-- > 0;) backward_step(tail[k], cur, peak);
+    for (std::size_t k = nodes.size(); k-- > 0;) backward_step(nodes[k], cur, peak);
     out.backward = effect(cur, peak, true);
     middle_lo_ = 1;
     middle_hi_ = 0;
-    return out;
   }
 
   // Consumers of a stage node outside L ∪ V (none can be in L).
