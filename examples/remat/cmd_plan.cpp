@@ -34,6 +34,7 @@ void add_plan_command(CLI::App& app) {
     std::string file, method = "exact", objective = "memory", budget, output, dot;
     std::size_t k = 4;
     double time_limit = 60;
+    double bound_time = 0.25;
     std::uint64_t max_lower_sets = 20000;
     bool json = false;
   };
@@ -59,6 +60,10 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-lower-sets", opt->max_lower_sets, "above this many lower sets, exact falls back")
       ->capture_default_str();
+  cmd->add_option("--bound-time", opt->bound_time,
+                  "seconds exact spends on a lower bound above the per-op floor when its plan is not proven (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "write the plan (schedule and figures) as JSON");
   cmd->add_option("--dot", opt->dot, "write the graph under the plan as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
@@ -70,6 +75,7 @@ void add_plan_command(CLI::App& app) {
     so.every_k = opt->k;
     so.max_lower_sets = opt->max_lower_sets;
     so.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    so.bound_time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->bound_time * 1000));
     if (!opt->budget.empty()) {
       const auto budget = parse_bytes(opt->budget);
       if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 3GiB, 1.5GB or 4096)");

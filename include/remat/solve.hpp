@@ -6,7 +6,7 @@
 ///
 /// | method     | plan family | what it guarantees |
 /// | ---------- | ----------- | ------------------ |
-/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound |
+/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound from a subgraph (subgraph_bound.hpp) |
 /// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
 /// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
 /// | `approx`   | Kusumoto's principal lower sets | optimal over them |
@@ -37,6 +37,7 @@
 #include "segment_dp.hpp"
 #include "segments.hpp"
 #include "solution.hpp"
+#include "subgraph_bound.hpp"
 
 namespace remat {
 
@@ -85,6 +86,11 @@ struct solve_options {
   /// kept set with a lower bound. Inception v3's proof needs 3.3·10⁶ (8.6 s);
   /// on the NAS networks 4·10⁶ take 20–50 s without a proof.
   std::uint64_t max_segment_labels = 4'000'000;
+  /// `exact` when its plan is not proven: time for a lower bound above the
+  /// per-op floor from a subgraph's least peak (subgraph_bound.hpp), within
+  /// the time limit. On the zoo's NAS networks 250 ms lift the bound
+  /// 1.7–2.0× above the floor; 0 keeps the floor.
+  std::chrono::milliseconds bound_time_limit{250};
 };
 
 namespace detail {
@@ -161,6 +167,35 @@ inline std::string prove_least_peak(const graph& g, const solve_options& options
               "; its recompute is not minimised among least-peak plans, the graph having more than " +
               std::to_string(options.max_lower_sets) + " lower sets";
   return {};
+}
+
+// Lifts s's peak bound above the per-op floor with a subgraph's least peak
+// when a plan is not proven (the memory objective only: the bound is on the
+// peak). A bound that meets the plan's peak proves it least. Returns what the
+// bound is, for the message.
+inline std::string raise_peak_bound(const graph& g, const solve_options& options,
+                                    std::chrono::steady_clock::time_point deadline, solution& s) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const std::string floor_said = "the lower bound is the per-op floor";
+  if (options.goal != objective::memory || options.bound_time_limit.count() <= 0 || left.count() <= 0)
+    return floor_said;
+  subgraph_bound_options within;
+  within.time_limit = std::min(options.bound_time_limit, left);
+  const subgraph_bound bound = subgraph_peak_bound(g, within);
+  if (bound.nodes == 0 || bound.bytes <= s.peak_lower_bound) return floor_said + " (no subgraph tried bound it higher)";
+  const std::string subgraph = "a subgraph of " + std::to_string(bound.nodes) + " nodes and " +
+                               std::to_string(bound.lower_sets) + " lower sets";
+  // The bound never exceeds the least peak, so it cannot pass the plan's.
+  s.peak_lower_bound = std::min(bound.bytes, s.claimed_peak);
+  if (s.peak_lower_bound == s.claimed_peak) {
+    s.status = solve_status::optimal;
+    return "least peak proven: the least peak of " + subgraph +
+           " equals it (recompute not minimised among least-peak plans)";
+  }
+  return "the lower bound " + format_bytes(bound.bytes) +
+         (bound.subgraph_optimum ? " is the least peak of " + subgraph
+                                 : ": no stage plan of " + subgraph + " peaks below it") +
+         (bound.stopped ? " (the bound's search stopped at its time limit)" : "");
 }
 
 inline solution segment_plan_solution(const graph& g, const segment_solution& found, method m,
@@ -289,13 +324,14 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       s.best.method = "exact";
       if (!proven) {
         if (s.status == solve_status::optimal) s.status = solve_status::feasible;
+        const std::string bound = detail::raise_peak_bound(g, options, deadline, s);
         s.message = (lower_sets.status == enumeration_status::complete
                          ? std::string("the exact search stopped at its cap or time limit")
                          : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
                     "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                     (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)") +
-                    ", none proven optimal" + (unproven.empty() ? "" : "; " + unproven) +
-                    "; the lower bound is the per-op floor";
+                    (s.status == solve_status::optimal ? "" : ", none proven optimal") +
+                    (unproven.empty() ? "" : "; " + unproven) + "; " + bound;
       }
       break;
     }

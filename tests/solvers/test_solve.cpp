@@ -63,11 +63,13 @@ TEST_CASE("exact on the zoo's ResNets and DenseNets is optimal; on Inception v3 
   CHECK(darts.status == solve_status::feasible);
   CHECK(darts.message.find("lower sets") != std::string::npos);
   // The message names what was tried: no principal lower sets on 1,047 nodes,
-  // the bounded search and where it stopped, and what the bound is.
+  // the bounded search and where it stopped, and what the bound is (a
+  // subgraph's, or the per-op floor if the machine left it no time:
+  // test_subgraph_bound.cpp checks both).
   CHECK(darts.message.find("principal lower sets only up to 600 nodes") != std::string::npos);
   CHECK(darts.message.find("a search for a plan below its peak stopped at its cap") != std::string::npos);
-  CHECK(darts.message.find("the lower bound is the per-op floor") != std::string::npos);
-  CHECK(darts.peak_lower_bound == per_op_floor(zoo::build("darts-cifar10")).bytes);
+  CHECK(darts.message.find("the lower bound") != std::string::npos);
+  CHECK(darts.peak_lower_bound >= per_op_floor(zoo::build("darts-cifar10")).bytes);
   CHECK(darts.peak_lower_bound > 0);
   CHECK(darts.peak_lower_bound < darts.claimed_peak);
   CHECK(darts.figures.peak_bytes == darts.claimed_peak);

@@ -1,0 +1,156 @@
+// The subgraph bound: restrict_graph by hand, a subgraph's least peak never
+// above the graph's (both by brute force over every stage plan, for path
+// unions and arbitrary node subsets), subgraph_peak_bound between the per-op
+// floor and the optimum, and what it gives on a NAS network.
+
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <random>
+
+#include <remat/solve.hpp>
+#include <remat/subgraph_bound.hpp>
+#include <remat/zoo/models.hpp>
+
+#include "../support/oracle.hpp"
+#include "../support/random_graphs.hpp"
+#include "../support/small_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+// Nothing when the graph has too many stage plans to list.
+std::optional<std::uint64_t> oracle_least_peak(const graph& g, const precedence* constraints = nullptr) {
+  const auto plans = test::all_chain_plans(g, 3000, constraints);
+  if (!plans) return std::nullopt;
+  return test::best_memory(*plans).peak;
+}
+
+// Half the subsets are unions of random sink-to-input paths (what
+// subgraph_peak_bound builds), half arbitrary node subsets with the sink.
+std::vector<char> random_subset(const graph& g, std::mt19937_64& rng) {
+  std::vector<char> keep(g.size(), 0);
+  const node_id sink = static_cast<node_id>(g.size() - 1);
+  if (rng() % 2 == 0) {
+    for (std::uint64_t paths = 1 + rng() % 3; paths > 0; --paths)
+      for (node_id v = sink;;) {
+        keep[v] = 1;
+        const auto operands = g.inputs(v);
+        if (operands.empty()) break;
+        v = operands[rng() % operands.size()];
+      }
+  } else {
+    for (node_id v = 0; v < g.size(); ++v) keep[v] = static_cast<char>(rng() % 2);
+    keep[sink] = 1;
+  }
+  if (rng() % 2 == 0)
+    for (node_id v = 0; v < g.size(); ++v)
+      if (g.is_input(v)) keep[v] = 0;
+  return keep;
+}
+
+}  // namespace
+
+TEST_SUITE("subgraph bound") {
+
+TEST_CASE("restrict_graph keeps the chosen nodes in id order and makes outside operands free inputs") {
+  const graph g = test::diamond();  // x -> a -> {b, c} -> d -> e
+  std::vector<char> keep(g.size(), 0);
+  for (const char* name : {"a", "c", "d", "e"}) keep[*g.find(name)] = 1;
+  const graph h = restrict_graph(g, keep);
+  REQUIRE(h.size() == 6);  // x and b become free inputs
+  const node_id a = *h.find("a"), c = *h.find("c"), d = *h.find("d");
+  CHECK(h.is_input(*h.find("outside:x")));
+  CHECK(h.is_input(*h.find("outside:b")));
+  CHECK(h.bytes(*h.find("outside:b")) == 0);
+  CHECK(h.input_bytes() == 0);
+  CHECK(h.bytes(c) == g.bytes(*g.find("c")));
+  CHECK(h.params(c) == g.params(*g.find("c")));
+  CHECK(h.reads(c) == g.reads(*g.find("c")));
+  CHECK(a < c);
+  CHECK(c < d);
+  CHECK(h.inputs(d).size() == 2);
+}
+
+TEST_CASE("a subgraph's least peak never exceeds the graph's (brute force on both)" * doctest::timeout(600)) {
+  std::size_t checked = 0, equal = 0;
+  std::mt19937_64 rng(2026);
+  for (std::uint64_t seed = 1; checked < 2000; ++seed) {
+    const graph g = test::random_dag(4 + seed % 10, seed, 2 + seed % 3, 1 + seed % 3);
+    const auto whole = oracle_least_peak(g);
+    if (!whole) continue;
+    for (int trial = 0; trial < 2; ++trial) {
+      const graph h = restrict_graph(g, random_subset(g, rng));
+      const auto part = oracle_least_peak(h);  // cutting a node can free others: more plans
+      if (!part) continue;
+      CHECK(*part <= *whole);
+      equal += *part == *whole;
+      ++checked;
+    }
+  }
+  MESSAGE(checked << " subgraphs checked, " << equal << " with the graph's least peak");
+}
+
+TEST_CASE("subgraph_peak_bound lies between the per-op floor and the least peak, with or without gradient order") {
+  std::size_t above_floor = 0, exact = 0, graphs = 0;
+  for (std::uint64_t seed = 1; seed <= 900; ++seed) {
+    const graph g = test::random_dag(5 + seed % 7, seed, 2 + seed % 4, 1 + seed % 3);
+    const precedence order = gradient_order_constraints(g);
+    const auto least = oracle_least_peak(g);
+    const auto least_in_order = oracle_least_peak(g, &order);
+    if (!least || !least_in_order) continue;
+    subgraph_bound_options small;
+    small.max_lower_sets = 8 + seed % 64;
+    small.time_limit = std::chrono::minutes(1);
+    const subgraph_bound bound = subgraph_peak_bound(g, small);
+    const std::uint64_t floor = per_op_floor(g).bytes;
+    CHECK(bound.bytes >= floor);
+    CHECK(bound.bytes <= *least);
+    CHECK(bound.bytes <= *least_in_order);
+    CHECK_FALSE(bound.stopped);
+    above_floor += bound.bytes > floor;
+    exact += bound.bytes == *least;
+    ++graphs;
+  }
+  MESSAGE(graphs << " graphs: the bound beat the floor on " << above_floor << " and met the optimum on " << exact);
+  CHECK(graphs >= 400);
+  CHECK(above_floor > 0);
+}
+
+TEST_CASE("on DARTS a subgraph of a thousand lower sets lifts the bound far above the per-op floor") {
+  const graph g = zoo::build("darts-cifar10");
+  subgraph_bound_options o;
+  o.max_lower_sets = 1024;
+  o.time_limit = std::chrono::minutes(5);  // complete, so the figures do not depend on the machine
+  const subgraph_bound bound = subgraph_peak_bound(g, o);
+  const std::uint64_t floor = per_op_floor(g).bytes;
+  MESSAGE("DARTS: bound " << bound.bytes << " bytes from " << bound.nodes << " nodes and " << bound.lower_sets
+                          << " lower sets; per-op floor " << floor);
+  CHECK_FALSE(bound.stopped);
+  CHECK(bound.subgraph_optimum);
+  CHECK(bound.lower_sets <= 1024);
+  CHECK(bound.bytes * 10 >= floor * 14);
+  solve_options chain;
+  chain.method = method::chain;
+  CHECK(bound.bytes < solve(g, chain).claimed_peak);
+}
+
+TEST_CASE("exact reports the subgraph bound when it cannot prove its plan, and the floor when given no time for it") {
+  const graph g = zoo::build("darts-cifar10");
+  const std::uint64_t floor = per_op_floor(g).bytes;
+  solve_options none;
+  none.bound_time_limit = std::chrono::milliseconds(0);
+  const solution at_floor = solve(g, none);
+  CHECK(at_floor.peak_lower_bound == floor);
+  CHECK(at_floor.message.find("the lower bound is the per-op floor") != std::string::npos);
+  solve_options generous;
+  generous.bound_time_limit = std::chrono::seconds(2);
+  const solution lifted = solve(g, generous);
+  CHECK(lifted.status == solve_status::feasible);
+  CHECK(lifted.peak_lower_bound > floor);
+  CHECK(lifted.peak_lower_bound < lifted.claimed_peak);
+  CHECK(lifted.message.find("a subgraph of") != std::string::npos);
+}
+
+}  // TEST_SUITE
