@@ -198,6 +198,51 @@ inline std::string raise_peak_bound(const graph& g, const solve_options& options
          (bound.stopped ? " (the bound's search stopped at its time limit)" : "");
 }
 
+// No fallback plan meets the budget, and beyond the cap nothing says whether
+// another plan would. A lower bound above the budget (the per-op floor, or a
+// subgraph's least peak: subgraph_bound.hpp) proves it infeasible; otherwise
+// the answer is `stopped`, with what is known either side of the budget.
+inline solution budget_out_of_reach(const graph& g, const solve_options& options,
+                                    std::chrono::steady_clock::time_point deadline, std::uint64_t known_feasible) {
+  solution s;
+  const std::string budget = "the budget of " + format_bytes(options.budget);
+  const std::string known =
+      known_feasible == std::numeric_limits<std::uint64_t>::max()
+          ? std::string()
+          : "; the least feasible budget is at most " + format_bytes(known_feasible) + " (" +
+                std::to_string(known_feasible) + " bytes), where a fallback plan peaks";
+  subgraph_bound bound;
+  bound.bytes = per_op_floor(g).bytes;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (bound.bytes <= options.budget && options.bound_time_limit.count() > 0 && left.count() > 0) {
+    subgraph_bound_options refute;
+    refute.stop_above = options.budget;
+    refute.time_limit = std::min(options.bound_time_limit, left);
+    bound = subgraph_peak_bound(g, refute);
+  }
+  s.peak_lower_bound = bound.bytes;
+  const std::string subgraph = "a subgraph of " + std::to_string(bound.nodes) + " nodes and " +
+                               std::to_string(bound.lower_sets) + " lower sets";
+  if (bound.bytes > options.budget) {
+    s.status = solve_status::infeasible;
+    s.message = "no stage plan peaks within " + budget + ": " +
+                (bound.nodes == 0 ? "the per-op floor is " + format_bytes(bound.bytes)
+                                  : "no plan of " + subgraph + " does, so none of the graph") +
+                known;
+    return s;
+  }
+  s.status = solve_status::stopped;
+  s.message = "no plan within " + budget + " found, and none ruled out: the graph has more than " +
+              std::to_string(options.max_lower_sets) +
+              " lower sets for the exact programme, no fallback plan fits, and every plan peaks at " +
+              format_bytes(bound.bytes) + " or more (" +
+              (bound.nodes == 0 ? std::string("the per-op floor")
+                                : (bound.subgraph_optimum ? "the least peak of " : "no plan of ") + subgraph +
+                                      (bound.subgraph_optimum ? "" : " peaks lower")) +
+              ")" + known;
+  return s;
+}
+
 inline solution segment_plan_solution(const graph& g, const segment_solution& found, method m,
                                       const solve_options& options) {
   solution s = baseline_solution(g, plan::from_kept(g, found.kept, std::string(to_string(m))), options);
@@ -238,7 +283,9 @@ inline solution run_ogc_exact(const graph& g, const solve_options& options) {
 
 /// Runs `options.method`. Never throws for a hard instance: caps and time
 /// limits give status `feasible` with the best plan found and a bound; an
-/// impossible budget gives `infeasible` with the smallest feasible budget.
+/// impossible budget gives `infeasible` with the smallest feasible budget (or,
+/// beyond `exact`'s cap, a bound that refutes it); a budget no plan found
+/// meets and no bound refutes gives `stopped`.
 /// \throws remat::error only for invalid options (every-k with k = 0).
 inline solution solve(const graph& g, const solve_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
@@ -300,6 +347,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       const bool provable = lower_sets.status != enumeration_status::complete && options.goal == objective::memory;
       bool proven = false;
       std::string unproven;
+      std::uint64_t known_feasible = std::numeric_limits<std::uint64_t>::max();  // a budget some fallback plan meets
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
       if (g.size() <= 600) fallbacks.push_back(method::approx);
       for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
@@ -308,7 +356,11 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         narrower.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(fallbacks.size() - i));
         solution other = solve(g, narrower);
-        if (other.status == solve_status::infeasible || other.status == solve_status::stopped) continue;
+        if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
+          if (other.smallest_feasible_budget) known_feasible = std::min(known_feasible, other.smallest_feasible_budget);
+          if (!other.best.steps.empty()) known_feasible = std::min(known_feasible, other.figures.peak_bytes);
+          continue;
+        }
         const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
                             (options.goal == objective::memory ? other.claimed_peak < s.claimed_peak
                                                                : other.claimed_recompute < s.claimed_recompute);
@@ -320,6 +372,12 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
           unproven = detail::prove_least_peak(g, options, deadline, s);
           proven = s.status == solve_status::optimal;
         }
+      }
+      if (s.best.steps.empty() || s.status == solve_status::infeasible) {
+        const solve_stats searched = s.stats;
+        s = detail::budget_out_of_reach(g, options, deadline, known_feasible);
+        s.stats = searched;
+        break;
       }
       s.best.method = "exact";
       if (!proven) {

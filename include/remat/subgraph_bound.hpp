@@ -84,6 +84,9 @@ struct subgraph_bound_options {
   /// costs up to their number squared).
   std::uint64_t max_lower_sets = 16384;
   std::chrono::milliseconds time_limit{250};
+  /// Stop as soon as the bound exceeds this (a budget to refute): each
+  /// subgraph is then asked only whether it has a plan within it.
+  std::uint64_t stop_above = std::numeric_limits<std::uint64_t>::max();
 };
 
 struct subgraph_bound {
@@ -196,7 +199,7 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
   const auto deadline = start + options.time_limit;
   subgraph_bound out;
   out.bytes = per_op_floor(g).bytes;
-  if (g.size() == 0) return out;
+  if (g.size() == 0 || out.bytes > options.stop_above) return out;
   std::vector<char> keep = detail::heaviest_path(g);
   const series_decomposition pieces = decompose_series(g);
   std::vector<std::uint64_t> caps{0};  // 0: the path alone
@@ -208,11 +211,13 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
     if (cap > 0) detail::grow_by_ears(g, pieces, keep, cap, deadline);
     if (cap > 0 && taken() == before) continue;
     const graph h = restrict_graph(g, keep);
-    // Rounds of growing bounds from the best bound so far: a round that
-    // completes without a plan proves its bound; one that finds a plan gives
-    // the subgraph's least peak.
+    // Rounds of growing bounds from the best bound so far (or the one bound
+    // to refute): a round that completes without a plan proves its bound;
+    // one that finds a plan gives the subgraph's least peak.
     const std::uint64_t lower_sets = count_lower_sets(h).count;
-    for (std::uint64_t bound = std::max(out.bytes, per_op_floor(h).bytes);;) {
+    std::uint64_t bound = std::max(out.bytes, per_op_floor(h).bytes);
+    if (options.stop_above != std::numeric_limits<std::uint64_t>::max()) bound = std::max(bound, options.stop_above);
+    for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         out.stopped = true;
@@ -233,6 +238,7 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
         break;
       }
       if (bound + 1 > out.bytes) out = {bound + 1, taken(), lower_sets, false, false};
+      if (out.bytes > options.stop_above) return out;
       bound += bound / 8 + 1;
     }
   }

@@ -153,4 +153,40 @@ TEST_CASE("exact reports the subgraph bound when it cannot prove its plan, and t
   CHECK(lifted.message.find("a subgraph of") != std::string::npos);
 }
 
+TEST_CASE("beyond the cap a budget under a bound is infeasible; one no fallback meets but no bound refutes is stopped") {
+  const graph g = zoo::build("darts-cifar10");
+  const std::uint64_t floor = per_op_floor(g).bytes;
+  subgraph_bound_options path_only;
+  path_only.max_lower_sets = 1;  // no ear fits: the heaviest path alone
+  path_only.time_limit = std::chrono::minutes(1);
+  const std::uint64_t path_bound = subgraph_peak_bound(g, path_only).bytes;
+  REQUIRE(path_bound > floor + 2);
+
+  solve_options time;
+  time.goal = objective::time;
+  time.bound_time_limit = std::chrono::seconds(30);  // it returns once the budget is refuted
+  time.budget = floor - 1;
+  const solution below_floor = solve(g, time);
+  CHECK(below_floor.status == solve_status::infeasible);
+  CHECK(below_floor.message.find("the per-op floor is") != std::string::npos);
+  CHECK(below_floor.best.steps.empty());
+
+  time.budget = floor + (path_bound - floor) / 2;
+  const solution below_path = solve(g, time);
+  CHECK(below_path.status == solve_status::infeasible);
+  CHECK(below_path.peak_lower_bound > time.budget);
+  CHECK(below_path.message.find("no plan of a subgraph of") != std::string::npos);
+  CHECK(below_path.message.find("the least feasible budget is at most") != std::string::npos);
+
+  // Every fallback plan peaks above 580 MiB; nothing refutes 400 MiB, and
+  // nothing shows a plan within it: not infeasible, stopped.
+  time.budget = std::uint64_t{400} << 20;
+  time.bound_time_limit = std::chrono::milliseconds(300);
+  const solution between = solve(g, time);
+  CHECK(between.status == solve_status::stopped);
+  CHECK(between.best.steps.empty());
+  CHECK(between.peak_lower_bound <= time.budget);
+  CHECK(between.message.find("none ruled out") != std::string::npos);
+}
+
 }  // TEST_SUITE
