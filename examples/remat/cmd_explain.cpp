@@ -113,10 +113,17 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
                                 "optimizer state alone take {}.",
                                 budget, format_bytes(e.floor_bytes()),
                                 format_bytes(g.param_bytes() * (2 + state_buffers(e.optimizer)))));
+    else if (e.stage_plan_bound > *e.budget)
+      out.push_back(fmt::format("No plan fits {}: regular training needs {}, and no stage plan needs less than {} "
+                                "({}).",
+                                budget, format_bytes(e.regular.peak_bytes()), format_bytes(e.stage_plan_bound),
+                                e.optimal_status == solve_status::optimal
+                                    ? "the optimal plan's peak"
+                                    : "a lower bound from the exact optimum of a subgraph"));
     else
-      out.push_back(fmt::format("remat found no plan within {}: the least it found needs {} (the per-op floor, {}, "
+      out.push_back(fmt::format("remat found no plan within {}: the least it found needs {} (the lower bound, {}, "
                                 "does not rule one out).",
-                                budget, format_bytes(e.optimal.peak_bytes()), format_bytes(e.floor_bytes())));
+                                budget, format_bytes(e.optimal.peak_bytes()), format_bytes(e.stage_plan_bound)));
   }
   return out;
 }

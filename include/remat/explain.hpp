@@ -296,6 +296,10 @@ struct explanation {
   plan_memory optimal;                ///< remat::solve's plan, or regular training when that is no worse
   solve_status optimal_status = solve_status::optimal;  ///< optimal: proven over lower-set chains
   std::string optimal_message;
+  /// No stage plan's training memory is below this (solve's peak bound plus
+  /// optimizer state; a subgraph's least peak where exact could not prove its
+  /// plan); regular training, a kept-set plan, may lie below it.
+  std::uint64_t stage_plan_bound = 0;
   std::optional<std::uint64_t> budget;
 
   /// No plan's training memory is below this.
@@ -361,6 +365,7 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   }
   e.optimal_status = s.status;
   e.optimal_message = s.message;
+  e.stage_plan_bound = std::max(s.peak_lower_bound, e.floor.bytes) + e.optimizer_state;
   // Regular training lies outside the lower-set chains the solver searches;
   // where it is better by the same objective, it is the plan to run.
   const auto by_peak = [](const simulation& x) { return std::tuple(x.peak_bytes, x.recompute_time); };

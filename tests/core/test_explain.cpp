@@ -185,6 +185,10 @@ TEST_CASE("a budget: the least recompute within it; below every plan, the least 
   const explanation below = explain(g, std::nullopt, o);
   CHECK_FALSE(below.fits(below.optimal));
   CHECK(below.optimal.figures.peak_bytes == least.optimal.figures.peak_bytes);
+  // The optimum is proven, so it bounds every stage plan: none fits.
+  CHECK(below.optimal_status == solve_status::optimal);
+  CHECK(below.stage_plan_bound == least.optimal.figures.peak_bytes + state);
+  CHECK(below.stage_plan_bound > *o.budget);
 
   o.budget = state / 2;  // not even the optimizer state fits
   CHECK(explain(g, std::nullopt, o).budget_below_floor());
