@@ -70,8 +70,8 @@ inline void add_figures(report& out, const graph& g, const plan& p, const simula
   const double cut = regular.peak_bytes > 0
                          ? 1.0 - static_cast<double>(sim.peak_bytes) / static_cast<double>(regular.peak_bytes)
                          : 0.0;
-  out.row("peak", fmt::format("{}  ({} less than regular training, {})", bytes_with_exact(sim.peak_bytes),
-                              percent(cut), format_bytes(regular.peak_bytes)),
+  out.row("peak", fmt::format("{}  ({} {} than regular training, {})", bytes_with_exact(sim.peak_bytes),
+                              percent(cut < 0 ? -cut : cut), cut < 0 ? "more" : "less", format_bytes(regular.peak_bytes)),
           sim.peak_bytes);
   out.hidden("regular_peak", regular.peak_bytes);
   out.hidden("memory_cut", cut);

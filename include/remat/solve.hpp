@@ -272,7 +272,7 @@ inline solution segment_plan_solution(const graph& g, const segment_solution& fo
 }
 
 inline solution run_ogc_exact(const graph& g, const solve_options& options) {
-  const ogc_solution division = solve_ogc(g);
+  const ogc_solution division = solve_ogc(g, options.time_limit / 4);  // the sweeps get the rest
   segment_dp_options dp;
   dp.time_limit = options.time_limit;
   dp.max_labels = options.max_segment_labels;
@@ -306,7 +306,15 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       s = solve_mincut(g, m);
       break;
     }
-    case method::ogc: s = detail::segment_plan_solution(g, solve_ogc(g), method::ogc, options); break;
+    case method::ogc: {
+      const ogc_solution division = solve_ogc(g, options.time_limit);
+      s = detail::segment_plan_solution(g, division, method::ogc, options);
+      if (division.division.time_limit_reached && s.status != solve_status::infeasible)
+        s.message += division.division.division_incomplete
+                         ? " (time limit reached while dividing the graph: the plan follows an incomplete division)"
+                         : " (time limit reached: the best of the candidate maxima tried, spread evenly over their range)";
+      break;
+    }
     case method::ogc_exact: s = detail::run_ogc_exact(g, options); break;
     case method::exact: {
       // Regular training recomputes nothing. When its peak already meets the
@@ -349,11 +357,15 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       std::string unproven;
       std::uint64_t known_feasible = std::numeric_limits<std::uint64_t>::max();  // a budget some fallback plan meets
       std::vector<method> fallbacks{method::chain, method::mincut, method::ogc};
+      // The lower bound after them (raise_peak_bound, budget_out_of_reach)
+      // keeps its share of the limit.
+      const auto fallback_deadline = deadline - std::min(options.bound_time_limit, options.time_limit / 4);
       if (g.size() <= 600) fallbacks.push_back(method::approx);
       for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
         solve_options narrower = options;
         narrower.method = fallbacks[i];
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(fallback_deadline - std::chrono::steady_clock::now());
         narrower.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(fallbacks.size() - i));
         solution other = solve(g, narrower);
         if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
@@ -369,7 +381,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         s.peak_lower_bound = floor;
         if (provable) {
           s.status = solve_status::feasible;
-          unproven = detail::prove_least_peak(g, options, deadline, s);
+          unproven = detail::prove_least_peak(g, options, fallback_deadline, s);
           proven = s.status == solve_status::optimal;
         }
       }

@@ -8,6 +8,7 @@
 #include <remat/segment_dp.hpp>
 #include <remat/segments.hpp>
 #include <remat/solve.hpp>
+#include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/random_graphs.hpp"
@@ -105,6 +106,28 @@ TEST_CASE("a stopped search returns its best kept set with a valid bound, never 
   REQUIRE(full.optimal);
   CHECK(stopped.lower_bound <= full.cost.total());
   CHECK(stopped.cost.total() >= full.cost.total());
+}
+
+TEST_CASE("a time limit cuts the division search short, and a plan still comes back") {
+  zoo::nas_stack_options o;
+  o.network.cells = 64;  // 3,456 nodes in one complicate piece: its division alone takes seconds
+  const graph g = zoo::nas_stack(o);
+  const ogc_solution rushed = solve_ogc(g, std::chrono::milliseconds(1));
+  CHECK(rushed.division.time_limit_reached);
+  CHECK(rushed.division.division_incomplete);
+  CHECK(rushed.division.terms_tried >= 1);
+  CHECK(rushed.cost.total() == evaluate_segments(g, rushed.kept).total());
+  solve_options ogc;
+  ogc.method = method::ogc;
+  ogc.time_limit = std::chrono::milliseconds(1);
+  const solution s = solve(g, ogc);
+  CHECK(s.status == solve_status::feasible);
+  CHECK(s.message.find("time limit reached while dividing the graph") != std::string::npos);
+  CHECK(s.figures.peak_bytes == simulate(g, s.best.steps).peak_bytes);
+  // Without a limit every candidate maximum is tried.
+  const ogc_solution full = solve_ogc(test::inception_like(3));
+  CHECK_FALSE(full.division.time_limit_reached);
+  CHECK(full.division.terms_tried == full.division.max_terms);
 }
 
 TEST_CASE("zoo: the exact objective is never worse than the division search, and strictly better on DenseNet") {
