@@ -324,6 +324,7 @@ class ogc_division {
     };
     std::vector<node_set> below, above;
     for (std::uint32_t c : candidates) {
+      if (std::chrono::steady_clock::now() > deadline_) break;
       below.push_back(closure(c, out));
       above.push_back(closure(c, in));
     }
@@ -332,7 +333,7 @@ class ogc_division {
     const auto entry_local = static_cast<std::uint32_t>(local[entry]);
     const auto exit_local = static_cast<std::uint32_t>(local[exit]);
     for (std::size_t a = 0; a < candidates.size(); ++a) {
-      if (std::chrono::steady_clock::now() > deadline_) {
+      if (below.size() < candidates.size() || std::chrono::steady_clock::now() > deadline_) {
         stats.division_incomplete = stats.time_limit_reached = true;
         break;
       }
