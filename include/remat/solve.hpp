@@ -89,7 +89,7 @@ struct solve_options {
   /// `exact` when its plan is not proven: time for a lower bound above the
   /// per-op floor from a subgraph's least peak (subgraph_bound.hpp), within
   /// the time limit. On the zoo's NAS networks 250 ms lift the bound
-  /// 1.7–2.0× above the floor; 0 keeps the floor.
+  /// 1.8–2.1× above the floor; 0 keeps the floor.
   std::chrono::milliseconds bound_time_limit{250};
 };
 

@@ -25,7 +25,7 @@
 /// bound, and a subgraph's optimum is never below that of a subgraph of it,
 /// so a time limit only stops the bound rising, never leaves it invalid. On
 /// the zoo's NAS networks, whose per-op floor lies far below any plan, 250 ms
-/// lift the bound 1.7-2.0x above the floor (docs/algorithms.md).
+/// lift the bound 1.8-2.1x above the floor (docs/algorithms.md).
 ///
 /// Complexity: per ear O(n + m) for the paths plus a lower-set count capped
 /// at the cap; per subgraph the exact programme over its lower sets (its
@@ -45,18 +45,43 @@
 namespace remat {
 
 /// g restricted to the nodes with keep[v] set, in g's id order. An operand
-/// outside them becomes a graph input of 0 bytes (one per outside node).
-inline graph restrict_graph(const graph& g, const std::vector<char>& keep) {
+/// outside them becomes a graph input of 0 bytes (one per outside node). With
+/// `keep_resident`, the parameters and graph inputs left out stay as one
+/// resident input of their bytes: g holds them at every step, so every step
+/// of the subgraph still holds no more than g's. The new inputs are named
+/// "outside:" and the outside node's name ("outside:" alone for the resident
+/// one), with more colons if some name of g already starts so.
+inline graph restrict_graph(const graph& g, const std::vector<char>& keep, bool keep_resident = false) {
   graph_builder b(g.name() + " (subgraph)");
   constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   std::vector<std::size_t> index(g.size(), none), outside(g.size(), none);
   std::size_t next = 0;
+  // Names of the new inputs: a prefix no name of g starts with, then the
+  // outside node's name (the resident input is the prefix alone).
+  std::string prefix = "outside:";
+  auto clashes = [&] {
+    for (node_id v = 0; v < g.size(); ++v)
+      if (g.node_name(v).starts_with(prefix)) return true;
+    return false;
+  };
+  while (clashes()) prefix += ':';
+  if (keep_resident) {
+    node_spec resident;
+    resident.name = prefix;
+    resident.op = "input";
+    for (node_id v = 0; v < g.size(); ++v)
+      if (!keep[v]) resident.bytes += g.params(v) + (g.is_input(v) ? g.bytes(v) : 0);
+    if (resident.bytes > 0) {
+      b.add(std::move(resident));
+      ++next;
+    }
+  }
   for (node_id v = 0; v < g.size(); ++v) {
     if (!keep[v]) continue;
     for (node_id p : g.inputs(v))
       if (!keep[p] && outside[p] == none) {
         node_spec free;
-        free.name = "outside:" + g.node_name(p);
+        free.name = prefix + g.node_name(p);
         free.op = "input";
         b.add(std::move(free));
         outside[p] = next++;
@@ -210,7 +235,7 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
     const std::size_t before = taken();
     if (cap > 0) detail::grow_by_ears(g, pieces, keep, cap, deadline);
     if (cap > 0 && taken() == before) continue;
-    const graph h = restrict_graph(g, keep);
+    const graph h = restrict_graph(g, keep, true);
     // Rounds of growing bounds from the best bound so far (or the one bound
     // to refute): a round that completes without a plan proves its bound;
     // one that finds a plan gives the subgraph's least peak.

@@ -73,6 +73,34 @@ TEST_CASE("restrict_graph keeps the chosen nodes in id order and makes outside o
   CHECK(h.inputs(d).size() == 2);
 }
 
+TEST_CASE("restrict_graph can keep the resident bytes left out, and never reuses a name of the graph") {
+  const graph g = test::diamond();  // a has 16 parameter bytes, c 32; x is a 10-byte input
+  std::vector<char> keep(g.size(), 0);
+  for (const char* name : {"b", "d", "e"}) keep[*g.find(name)] = 1;
+  const graph h = restrict_graph(g, keep, true);
+  REQUIRE(h.find("outside:"));
+  CHECK(h.is_input(*h.find("outside:")));
+  CHECK(h.bytes(*h.find("outside:")) == 10 + 16 + 32);
+  CHECK(h.input_bytes() == 10 + 16 + 32);
+  CHECK(h.bytes(*h.find("outside:a")) == 0);
+
+  graph_builder b("names");
+  for (const char* name : {"x", "outside:x", "y"}) {
+    node_spec s;
+    s.name = name;
+    s.op = std::string_view(name) == "y" ? "relu" : "input";
+    if (s.op == "relu") s.inputs = {0, 1};
+    s.bytes = 8;
+    b.add(std::move(s));
+  }
+  const graph tricky = std::move(b).build();
+  std::vector<char> only_y{0, 0, 1};
+  const graph r = restrict_graph(tricky, only_y, true);
+  CHECK(r.find("outside::x"));
+  CHECK(r.find("outside::outside:x"));
+  CHECK(r.bytes(*r.find("outside::")) == 16);
+}
+
 TEST_CASE("a subgraph's least peak never exceeds the graph's (brute force on both)" * doctest::timeout(600)) {
   std::size_t checked = 0, equal = 0;
   std::mt19937_64 rng(2026);
@@ -81,7 +109,7 @@ TEST_CASE("a subgraph's least peak never exceeds the graph's (brute force on bot
     const auto whole = oracle_least_peak(g);
     if (!whole) continue;
     for (int trial = 0; trial < 2; ++trial) {
-      const graph h = restrict_graph(g, random_subset(g, rng));
+      const graph h = restrict_graph(g, random_subset(g, rng), trial == 1);
       const auto part = oracle_least_peak(h);  // cutting a node can free others: more plans
       if (!part) continue;
       CHECK(*part <= *whole);
