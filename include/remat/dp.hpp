@@ -769,7 +769,7 @@ class dp_engine {
     const std::uint32_t start = intern(0, node_set(piece_size(0)));
     min_kept_[start] = 0;
     std::vector<std::vector<node_id>> principal;
-    if (family == dp_family::principal) principal = principal_sets();
+    if (family == dp_family::principal && (principal = principal_sets()).empty()) return false;
     for (std::size_t size = 0; size < total_computed_; ++size) {
       for (std::size_t k = 0; k < buckets_[size].size(); ++k) {
         const std::uint32_t s = buckets_[size][k];
@@ -1315,11 +1315,16 @@ class dp_engine {
     stage.pop_back();
   }
 
-  // ↓v for every computed node, plus V; as sorted node lists.
-  std::vector<std::vector<node_id>> principal_sets() const {
+  // ↓v for every computed node, plus V; as sorted node lists. They hold up
+  // to n²/2 ids, so past max_principal_ids (512 MiB) or the time limit the
+  // list stops, empty, with the cap or the time limit flagged.
+  static constexpr std::size_t max_principal_ids = std::size_t{1} << 27;
+  std::vector<std::vector<node_id>> principal_sets() {
     std::vector<std::vector<node_id>> out;
     std::vector<char> seen(g_.size(), 0);
+    std::size_t ids = 0;
     for (node_id v = 0; v < g_.size(); ++v) {
+      if (out_of_budget()) return {};
       if (g_.is_input(v)) continue;
       std::fill(seen.begin(), seen.end(), 0);
       std::vector<node_id> stack{v}, set;
@@ -1341,6 +1346,11 @@ class dp_engine {
             }
       }
       std::sort(set.begin(), set.end());
+      ids += set.size();
+      if (ids > max_principal_ids) {
+        stats_.cap_reached = true;
+        return {};
+      }
       out.push_back(std::move(set));
     }
     std::vector<node_id> all;

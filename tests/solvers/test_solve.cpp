@@ -210,6 +210,17 @@ TEST_CASE("caps and time limits end with the best plan found, never an exception
     if (s.best.steps.empty())
       CHECK_MESSAGE((s.status == solve_status::stopped || s.status == solve_status::infeasible), to_string(m));
   }
+  // Kusumoto's principal family lists ↓v for every node first, O(n·(n + m))
+  // time and up to n²/2 ids: on a 3,456-node NAS stack the list itself stops
+  // at a 1 ms limit.
+  zoo::nas_stack_options stack;
+  stack.network.cells = 64;
+  solve_options principal;
+  principal.method = method::approx;
+  principal.time_limit = std::chrono::milliseconds(1);
+  const solution listed = solve(zoo::nas_stack(stack), principal);
+  CHECK(listed.status == solve_status::stopped);
+  CHECK(listed.stats.time_limit_reached);
   // The lower-set programme alone, stopped before any complete plan, says it
   // stopped: nothing is proven, so the budget is not called infeasible.
   solve_options dp_only;
