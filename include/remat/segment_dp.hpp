@@ -383,11 +383,14 @@ class segment_sweep {
 };
 
 // First-improvement local search: toggles one checkpoint at a time while
-// that lowers the objective. O(passes · n · (n + m)).
-inline segment_cost polish_segments(const graph& g, node_set& kept, segment_cost cost) {
+// that lowers the objective, until the deadline. O(passes · n · (n + m)):
+// without the deadline a 10⁵-node graph kept it busy for minutes.
+inline segment_cost polish_segments(const graph& g, node_set& kept, segment_cost cost,
+                                    std::chrono::steady_clock::time_point deadline) {
   for (bool improved = true; improved;) {
     improved = false;
     for (node_id v = 0; v < g.size(); ++v) {
+      if (std::chrono::steady_clock::now() > deadline) return cost;
       if (is_segment_endpoint(g, v)) continue;
       kept.set(v, !kept.contains(v));
       const segment_cost trial = evaluate_segments(g, kept);
@@ -451,7 +454,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
     }
     account(sweep);
   }
-  out.cost = detail::polish_segments(g, out.kept, out.cost);
+  out.cost = detail::polish_segments(g, out.kept, out.cost, start + options.time_limit);
 
   std::uint64_t lower = largest_segment_node(g);
   const std::uint64_t upper = out.cost.total();
