@@ -500,9 +500,8 @@ struct ogc_solution : segment_solution {
 /// limit (0: none) stops the segment search of complicate pieces (the edges
 /// not yet covered become pieces of their own) and then the search over
 /// candidate maxima (the best one tried; at least one is), so a plan always
-/// comes back. On a 256-cell
-/// DARTS stack (14,016 nodes, one complicate piece) the division alone takes
-/// over a minute. Never throws for a valid graph.
+/// comes back. On a 256-cell DARTS stack (14,016 nodes, one complicate piece)
+/// the division alone takes over a minute. Never throws for a valid graph.
 inline ogc_solution solve_ogc(const graph& g, std::chrono::milliseconds time_limit = {}) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = time_limit.count() > 0 ? start + time_limit : std::chrono::steady_clock::time_point::max();

@@ -203,7 +203,8 @@ inline std::string raise_peak_bound(const graph& g, const solve_options& options
 // subgraph's least peak: subgraph_bound.hpp) proves it infeasible; otherwise
 // the answer is `stopped`, with what is known either side of the budget.
 inline solution budget_out_of_reach(const graph& g, const solve_options& options,
-                                    std::chrono::steady_clock::time_point deadline, std::uint64_t known_feasible) {
+                                    std::chrono::steady_clock::time_point deadline, std::uint64_t known_feasible,
+                                    const std::string& why_not_exact) {
   solution s;
   const std::string budget = "the budget of " + format_bytes(options.budget);
   const std::string known =
@@ -232,9 +233,8 @@ inline solution budget_out_of_reach(const graph& g, const solve_options& options
     return s;
   }
   s.status = solve_status::stopped;
-  s.message = "no plan within " + budget + " found, and none ruled out: the graph has more than " +
-              std::to_string(options.max_lower_sets) +
-              " lower sets for the exact programme, no fallback plan fits, and every plan peaks at " +
+  s.message = "no plan within " + budget + " found, and none ruled out: " + why_not_exact +
+              ", no fallback plan fits, and every plan peaks at " +
               format_bytes(bound.bytes) + " or more (" +
               (bound.nodes == 0 ? std::string("the per-op floor")
                                 : (bound.subgraph_optimum ? "the least peak of " : "no plan of ") + subgraph +
@@ -385,9 +385,13 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
           proven = s.status == solve_status::optimal;
         }
       }
+      const std::string why_not_exact =
+          lower_sets.status == enumeration_status::complete
+              ? std::string("the exact search stopped at its cap or time limit")
+              : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets";
       if (s.best.steps.empty() || s.status == solve_status::infeasible) {
         const solve_stats searched = s.stats;
-        s = detail::budget_out_of_reach(g, options, deadline, known_feasible);
+        s = detail::budget_out_of_reach(g, options, deadline, known_feasible, why_not_exact);
         s.stats = searched;
         break;
       }
@@ -395,10 +399,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       if (!proven) {
         if (s.status == solve_status::optimal) s.status = solve_status::feasible;
         const std::string bound = detail::raise_peak_bound(g, options, deadline, s);
-        s.message = (lower_sets.status == enumeration_status::complete
-                         ? std::string("the exact search stopped at its cap or time limit")
-                         : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets") +
-                    "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
+        s.message = why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                     (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)") +
                     (s.status == solve_status::optimal ? "" : ", none proven optimal") +
                     (unproven.empty() ? "" : "; " + unproven) + "; " + bound;
