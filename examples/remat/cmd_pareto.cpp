@@ -11,7 +11,7 @@ namespace remat::cli {
 
 void add_pareto_command(CLI::App& app) {
   struct options {
-    std::string file, csv, svg_out;
+    std::string file, csv, svg_out, order = "best";
     double time_limit = 60;
     bool json = false;
   };
@@ -21,6 +21,10 @@ void add_pareto_command(CLI::App& app) {
   cmd->add_option("--csv", opt->csv, "write the frontier as CSV");
   cmd->add_option("--svg", opt->svg_out, "draw the frontier as SVG");
   cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--order", opt->order,
+                  "execution order of the plans: graph | consumers-first | best (both, frontiers merged)")
+      ->check(CLI::IsMember({"graph", "consumers-first", "best"}))
+      ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
     const graph g = io::load_graph(opt->file);
@@ -28,6 +32,7 @@ void add_pareto_command(CLI::App& app) {
     pareto_options po;
     po.max_peak = regular.peak_bytes;  // plans above regular training are never worth having
     po.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    po.order = *parse_order_choice(opt->order);
     const pareto_result r = pareto_frontier(g, po);
     const double plain = regular.forward_time + regular.backward_time;
     if (!opt->csv.empty()) {

@@ -31,7 +31,7 @@ std::string search_summary(const std::string& method_name, const solve_stats& st
 
 void add_plan_command(CLI::App& app) {
   struct options {
-    std::string file, method = "exact", objective = "memory", budget, output, dot;
+    std::string file, method = "exact", objective = "memory", budget, output, dot, order = "best";
     std::size_t k = 4;
     double time_limit = 60;
     double bound_time = 0.25;
@@ -54,6 +54,11 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"memory", "time"}))
       ->capture_default_str();
   cmd->add_option("--budget", opt->budget, "peak byte budget for --objective time, e.g. 3GiB, 1.5GB, 4096");
+  cmd->add_option("--order", opt->order,
+                  "execution order of the plan: graph (as the file numbers the nodes) | consumers-first (a value's "
+                  "readers right after it) | best (exact tries both; other methods run in the graph's order)")
+      ->check(CLI::IsMember({"graph", "consumers-first", "best"}))
+      ->capture_default_str();
   cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--time-limit", opt->time_limit, "seconds before a search returns its best plan")
       ->check(CLI::PositiveNumber)
@@ -73,6 +78,7 @@ void add_plan_command(CLI::App& app) {
     so.method = *parse_method(opt->method);
     so.goal = opt->objective == "time" ? objective::time : objective::memory;
     so.every_k = opt->k;
+    so.order = *parse_order_choice(opt->order);
     so.max_lower_sets = opt->max_lower_sets;
     so.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
     so.bound_time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->bound_time * 1000));
@@ -95,6 +101,8 @@ void add_plan_command(CLI::App& app) {
       throw error(s.message.empty() ? "no plan meets the budget" : s.message);
     }
     add_figures(out, g, s.best, s.figures, regular);
+    out.row("order", s.best.order.empty() ? "graph (the file's node order)" : "consumers-first (a value's readers run right after it)",
+            s.best.order.empty() ? "graph" : "consumers-first");
     if (so.goal == objective::memory && s.peak_lower_bound > 0) {
       const double gap = static_cast<double>(s.figures.peak_bytes) / static_cast<double>(s.peak_lower_bound) - 1.0;
       out.row("lower bound", fmt::format("{}  (gap {})", bytes_with_exact(s.peak_lower_bound), percent(gap)),

@@ -85,11 +85,13 @@ struct dp_options {
   bool preserve_gradient_order = true;
 };
 
-/// One point of the Pareto frontier with the stage assignment that reaches it.
+/// One point of the Pareto frontier with the stage assignment that reaches it
+/// and the execution order it runs in (empty: the graph's id order).
 struct frontier_point {
   std::uint64_t peak = 0;
   double recompute = 0;
   std::vector<std::uint32_t> stage_of;
+  std::vector<node_id> order;
 };
 
 struct dp_result {
@@ -1546,7 +1548,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     for (const auto& l : sorted)
       if (detail::saves_recompute(l.recompute, best_recompute)) {
         best_recompute = l.recompute;
-        out.frontier.push_back({l.peak, l.recompute, engine.stages_of(l)});
+        out.frontier.push_back({l.peak, l.recompute, engine.stages_of(l), {}});
       }
   }
   out.labels_capped = engine.labels_capped();

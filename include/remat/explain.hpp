@@ -405,7 +405,7 @@ inline explained_frontier simulated_frontier(const graph& g, const explanation& 
   out.status = r.status;
   out.message = r.message;
   for (const frontier_point& point : r.points) {
-    const simulation sim = simulate(g, schedule_from_stages(g, point.stage_of));
+    const simulation sim = simulate(g, schedule_from_stages(g, point.stage_of, point.order));
     if (!out.points.empty() && !detail::saves_recompute(sim.recompute_time, out.points.back().recompute_time))
       continue;
     out.points.push_back({sim.peak_bytes + e.optimizer_state, sim.recompute_time, sim.overhead()});

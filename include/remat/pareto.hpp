@@ -4,7 +4,10 @@
 /// The exact Pareto frontier of (peak bytes, recompute time) over stage plans:
 /// every plan no other plan beats on both. One enumeration of the lower sets
 /// and one pass of three-dimensional labels (kept, peak, recompute) give the
-/// whole frontier (dp.hpp), instead of one solve per budget.
+/// whole frontier (dp.hpp), instead of one solve per budget. With
+/// order_choice::best (the default) it is the frontier over stage plans run in
+/// the graph's order or in the consumers-first order (execution_order.hpp):
+/// both frontiers, merged.
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "dp.hpp"
+#include "execution_order.hpp"
 #include "lower_sets.hpp"
 #include "solution.hpp"
 
@@ -28,10 +32,12 @@ struct pareto_options {
   /// Past this many (kept, peak, recompute) labels the frontier is sampled
   /// per budget instead (see `detail::sampled_frontier`).
   std::uint64_t max_labels = std::uint64_t{1} << 23;
+  /// The execution orders the plans run in; `best`: both, each with half the time.
+  order_choice order = order_choice::best;
 };
 
 struct pareto_result {
-  solve_status status = solve_status::infeasible;  ///< optimal: the exact frontier of all stage plans
+  solve_status status = solve_status::infeasible;  ///< optimal: the exact frontier of all stage plans (in the orders asked for)
   dp_family family = dp_family::exact;             ///< the family the frontier is exact over
   std::vector<frontier_point> points;              ///< by increasing peak, decreasing recompute
   std::string message;
@@ -70,13 +76,13 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
       const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
       if (chain.empty()) return std::uint64_t{0};
       const auto [peak, recompute] = engine.chain_figures(chain);
-      candidates.push_back({peak, recompute, engine.stages_of_chain(chain)});
+      candidates.push_back({peak, recompute, engine.stages_of_chain(chain), {}});
       return peak;
     }
     const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
       return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
     });
-    candidates.push_back({best.peak, best.recompute, engine.stages_of(best)});
+    candidates.push_back({best.peak, best.recompute, engine.stages_of(best), {}});
     return best.peak;
   };
   if (final) {
@@ -109,11 +115,10 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
 
 }  // namespace detail
 
-/// Computes the frontier over all lower-set chains when the graph has at most
-/// `max_lower_sets` of them, else over the prefix family (stages = id
-/// intervals), and says which. Complexity: that of solve_dp with three-
-/// dimensional fronts.
-inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+namespace detail {
+
+// The frontier of g as numbered (options.order is not looked at).
+inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& options) {
   const auto start = std::chrono::steady_clock::now();
   pareto_result out;
   const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
@@ -132,7 +137,7 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
   if (r.labels_capped && r.result.stats.time_limit_reached && r.result.status != solve_status::infeasible &&
       r.result.status != solve_status::stopped) {
     // Out of time in the labels: the one plan known, the least peak over the stages found.
-    out.points.push_back({r.result.claimed_peak, r.result.claimed_recompute, r.result.best.stage_of});
+    out.points.push_back({r.result.claimed_peak, r.result.claimed_recompute, r.result.best.stage_of, {}});
     out.stats = r.result.stats;
     out.status = solve_status::feasible;
     out.message = std::string("stopped by the time limit before the frontier: one point, the least peak of ") +
@@ -162,6 +167,87 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
                       : "the graph has more than " + std::to_string(options.max_lower_sets) +
                             " lower sets: frontier of the prefix family (stages are id intervals)";
   if (!r.complete) out.message += "; stopped by the time limit, so points may be missing";
+  return out;
+}
+
+// The points no point of the other frontier beats, by increasing peak; ties go
+// to the first frontier (the graph's order).
+inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> first, std::vector<frontier_point> second) {
+  for (frontier_point& p : second) first.push_back(std::move(p));
+  std::stable_sort(first.begin(), first.end(), [](const auto& x, const auto& y) {
+    return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
+  });
+  std::vector<frontier_point> out;
+  double best_recompute = std::numeric_limits<double>::infinity();
+  for (frontier_point& p : first)
+    if (saves_recompute(p.recompute, best_recompute)) {
+      best_recompute = p.recompute;
+      out.push_back(std::move(p));
+    }
+  return out;
+}
+
+}  // namespace detail
+
+/// Computes the frontier over all lower-set chains when the graph has at most
+/// `max_lower_sets` of them, else over the prefix family (stages = id
+/// intervals), and says which; in the orders `options.order` names. Status
+/// `optimal` only when every order's frontier is exact. Complexity: that of
+/// solve_dp with three-dimensional fronts, once per order.
+inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+  if (options.order == order_choice::graph) return detail::frontier_in_id_order(g, options);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<node_id> order =
+      consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+  if (is_id_order(order)) return detail::frontier_in_id_order(g, options);
+  auto in_order = [&](const pareto_options& o) {
+    pareto_result r = detail::frontier_in_id_order(reorder_graph(g, order), o);
+    for (frontier_point& p : r.points) {
+      std::vector<std::uint32_t> stage_of(g.size());
+      for (std::size_t k = 0; k < order.size(); ++k) stage_of[order[k]] = p.stage_of[k];
+      p.stage_of = std::move(stage_of);
+      p.order = order;
+    }
+    return r;
+  };
+  if (options.order == order_choice::consumers_first) return in_order(options);
+  pareto_options half = options;
+  if (options.time_limit.count() > 0) half.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit / 2);
+  pareto_result first = detail::frontier_in_id_order(g, half);
+  if (options.time_limit.count() > 0)
+    half.time_limit = std::max(std::chrono::milliseconds(1),
+                               options.time_limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                        std::chrono::steady_clock::now() - start));
+  pareto_result second = in_order(half);
+  pareto_result out;
+  out.family = first.family;
+  out.points = detail::merge_frontiers(std::move(first.points), std::move(second.points));
+  auto weaker = [](solve_status a, solve_status b) {
+    auto rank = [](solve_status s) {
+      switch (s) {
+        case solve_status::optimal: return 0;
+        case solve_status::feasible: return 1;
+        case solve_status::infeasible: return 2;
+        case solve_status::stopped: return 3;
+      }
+      return 3;
+    };
+    return rank(a) >= rank(b) ? a : b;
+  };
+  out.status = weaker(first.status, second.status);
+  if (!out.points.empty() && out.status != solve_status::optimal) out.status = solve_status::feasible;
+  out.message = first.message == second.message ? first.message
+                                                : "the graph's order: " + first.message +
+                                                      "; the consumers-first order: " + second.message;
+  out.message += "; stage plans run in the graph's order or the consumers-first order";
+  out.stats = first.stats;
+  out.stats.lower_sets += second.stats.lower_sets;
+  out.stats.transitions += second.stats.transitions;
+  out.stats.labels += second.stats.labels;
+  out.stats.pruned += second.stats.pruned;
+  out.stats.cap_reached = first.stats.cap_reached || second.stats.cap_reached;
+  out.stats.time_limit_reached = first.stats.time_limit_reached || second.stats.time_limit_reached;
+  out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 

@@ -26,12 +26,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "baselines.hpp"
 #include "bounds.hpp"
 #include "cut_plans.hpp"
 #include "dp.hpp"
+#include "execution_order.hpp"
 #include "lower_sets.hpp"
 #include "ogc.hpp"
 #include "segment_dp.hpp"
@@ -91,6 +93,11 @@ struct solve_options {
   /// the time limit. On the zoo's NAS networks 250 ms lift the bound
   /// 1.8–2.1× above the floor; 0 keeps the floor.
   std::chrono::milliseconds bound_time_limit{250};
+  /// The order the plan runs its nodes in. With `best`, `exact` solves in the
+  /// graph's order and in the consumers-first order (when they differ), each
+  /// with half the time, and keeps the better plan; its status, bounds and
+  /// "infeasible" then speak of stage plans in either order.
+  order_choice order = order_choice::best;
 };
 
 namespace detail {
@@ -281,13 +288,28 @@ inline solution run_ogc_exact(const graph& g, const solve_options& options) {
 
 }  // namespace detail
 
-/// Runs `options.method`. Never throws for a hard instance: caps and time
-/// limits give status `feasible` with the best plan found and a bound; an
-/// impossible budget gives `infeasible` with the smallest feasible budget (or,
-/// beyond `exact`'s cap, a bound that refutes it); a budget no plan found
-/// meets and no bound refutes gives `stopped`.
-/// \throws remat::error only for invalid options (every-k with k = 0).
-inline solution solve(const graph& g, const solve_options& options = {}) {
+namespace detail {
+
+// What `exact` tried before it found no proof, for the message the subgraph
+// bound completes (finish_unproven).
+struct unproven_exact {
+  std::string tried;     // what limited it and which fallbacks ran
+  std::string searched;  // why the search below the best plan did not prove it
+};
+
+// The last step of `exact` on an unproven plan: a subgraph's bound
+// (raise_peak_bound) and the message saying what was tried.
+inline void finish_unproven(const graph& g, const solve_options& options,
+                            std::chrono::steady_clock::time_point deadline, solution& s, const unproven_exact& why) {
+  const std::string bound = raise_peak_bound(g, options, deadline, s);
+  s.message = why.tried + (s.status == solve_status::optimal ? "" : ", none proven optimal") +
+              (why.searched.empty() ? "" : "; " + why.searched) + "; " + bound;
+}
+
+// `options.method` on g as numbered (options.order is not looked at). With
+// `defer`, an unproven `exact` plan is returned before its subgraph bound,
+// what it tried in *defer (left empty otherwise), for the caller to finish.
+inline solution solve_in_id_order(const graph& g, const solve_options& options, unproven_exact* defer = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   solution s;
   switch (options.method) {
@@ -367,7 +389,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(fallback_deadline - std::chrono::steady_clock::now());
         narrower.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(fallbacks.size() - i));
-        solution other = solve(g, narrower);
+        solution other = solve_in_id_order(g, narrower);
         if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
           if (other.smallest_feasible_budget) known_feasible = std::min(known_feasible, other.smallest_feasible_budget);
           if (!other.best.steps.empty()) known_feasible = std::min(known_feasible, other.figures.peak_bytes);
@@ -398,16 +420,160 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       s.best.method = "exact";
       if (!proven) {
         if (s.status == solve_status::optimal) s.status = solve_status::feasible;
-        const std::string bound = detail::raise_peak_bound(g, options, deadline, s);
-        s.message = why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
-                    (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)") +
-                    (s.status == solve_status::optimal ? "" : ", none proven optimal") +
-                    (unproven.empty() ? "" : "; " + unproven) + "; " + bound;
+        const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
+                                     (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
+                                 unproven};
+        if (defer) *defer = why;
+        else finish_unproven(g, options, deadline, s, why);
       }
       break;
     }
   }
   if (options.method != method::exact) s.best.method = std::string(to_string(options.method));
+  s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+// A solution for reorder_graph(g, order), with its node ids mapped back to g's:
+// the same schedule, run in `order`.
+inline solution map_back(solution s, const graph& g, const std::vector<node_id>& order) {
+  plan& p = s.best;
+  for (step& x : p.steps) x.node = order[x.node];
+  if (p.kept.universe() == g.size()) {
+    node_set kept(g.size());
+    p.kept.for_each([&](std::size_t v) { kept.insert(order[v]); });
+    p.kept = std::move(kept);
+  }
+  if (p.stage_of.size() == g.size()) {
+    std::vector<std::uint32_t> stage_of(g.size());
+    for (std::size_t k = 0; k < order.size(); ++k) stage_of[order[k]] = p.stage_of[k];
+    p.stage_of = std::move(stage_of);
+  }
+  if (!p.steps.empty() || !p.stage_of.empty() || p.kept.universe() != 0) p.order = order;
+  return s;
+}
+
+inline bool has_plan(const solution& s) {
+  return !s.best.steps.empty() && (s.status == solve_status::optimal || s.status == solve_status::feasible);
+}
+
+// What a plan in one order gives, for the message about the other.
+inline std::string order_outcome(const solution& s, objective goal) {
+  if (!has_plan(s)) return std::string(to_string(s.status));
+  if (goal == objective::memory) return "peaks at " + format_bytes(s.claimed_peak);
+  return "recomputes " + std::to_string(s.claimed_recompute) + " s";
+}
+
+// `exact` over stage plans in either of two orders: the better plan, and bounds
+// that hold for both (the lower of the two), so `optimal` and `infeasible`
+// speak of every stage plan in either order. Ties go to the graph's order.
+// Whether b's plan beats a's by the objective (memory: peak, then recompute;
+// time: recompute, then peak); a plan beats no plan.
+inline bool beats(const solution& b, const solution& a, objective goal) {
+  if (!has_plan(b)) return false;
+  if (!has_plan(a)) return true;
+  return goal == objective::memory ? std::tuple(b.claimed_peak, b.claimed_recompute) < std::tuple(a.claimed_peak, a.claimed_recompute)
+                                   : std::tuple(b.claimed_recompute, b.claimed_peak) < std::tuple(a.claimed_recompute, a.claimed_peak);
+}
+
+inline solution best_of_orders(solution in_graph_order, solution in_other_order, const solve_options& options) {
+  const bool memory = options.goal == objective::memory;
+  const bool other_wins = beats(in_other_order, in_graph_order, options.goal);
+  const std::uint64_t own_bound = (other_wins ? in_other_order : in_graph_order).peak_lower_bound;
+  solution out = std::move(other_wins ? in_other_order : in_graph_order);
+  const solution& loser = other_wins ? in_graph_order : in_other_order;
+
+  out.peak_lower_bound = std::min(out.peak_lower_bound, loser.peak_lower_bound);
+  if (has_plan(out)) {
+    // Proven over both orders only when the other order's proof reaches as far.
+    bool other_refuted = loser.status == solve_status::infeasible;
+    if (has_plan(loser))
+      other_refuted = memory ? loser.peak_lower_bound > out.claimed_peak ||
+                                   (loser.peak_lower_bound == out.claimed_peak && loser.status == solve_status::optimal)
+                             : loser.status == solve_status::optimal;
+    if (out.status == solve_status::optimal && !other_refuted) out.status = solve_status::feasible;
+  } else if (out.status == solve_status::infeasible && loser.status == solve_status::infeasible) {
+    if (loser.smallest_feasible_budget != 0 &&
+        (out.smallest_feasible_budget == 0 || loser.smallest_feasible_budget < out.smallest_feasible_budget))
+      out.smallest_feasible_budget = loser.smallest_feasible_budget;
+  } else {
+    out.status = solve_status::stopped;  // one order found nothing, the other was stopped: nothing is proven
+  }
+  std::string other = order_outcome(loser, options.goal);
+  if (memory && has_plan(loser) && loser.peak_lower_bound < own_bound)
+    other += ", and no plan of it is proven to peak above " + format_bytes(loser.peak_lower_bound);
+  out.message += std::string(out.message.empty() ? "" : "; ") + "run in " +
+                 (other_wins ? "the consumers-first order (the graph's order " : "the graph's order (the consumers-first order ") +
+                 other + ")";
+  out.stats.lower_sets += loser.stats.lower_sets;
+  out.stats.transitions += loser.stats.transitions;
+  out.stats.labels += loser.stats.labels;
+  out.stats.pruned += loser.stats.pruned;
+  out.stats.cap_reached = out.stats.cap_reached || loser.stats.cap_reached;
+  out.stats.time_limit_reached = out.stats.time_limit_reached || loser.stats.time_limit_reached;
+  return out;
+}
+
+}  // namespace detail
+
+/// Runs `options.method` in the execution order `options.order` asks for.
+/// Never throws for a hard instance: caps and time limits give status
+/// `feasible` with the best plan found and a bound; an impossible budget gives
+/// `infeasible` with the smallest feasible budget (or, beyond `exact`'s cap, a
+/// bound that refutes it); a budget no plan found meets and no bound refutes
+/// gives `stopped`. A plan run in another order than the graph's says so in
+/// `best.order`.
+/// \throws remat::error only for invalid options (every-k with k = 0).
+inline solution solve(const graph& g, const solve_options& options = {}) {
+  const bool both = options.order == order_choice::best && options.method == method::exact;
+  if (options.order == order_choice::graph || (options.order == order_choice::best && !both))
+    return detail::solve_in_id_order(g, options);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<node_id> order =
+      consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+  if (is_id_order(order)) return detail::solve_in_id_order(g, options);
+  auto in_order = [&](const solve_options& o) { return detail::map_back(detail::solve_in_id_order(reorder_graph(g, order), o), g, order); };
+  if (!both) {
+    solution s = in_order(options);
+    s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return s;
+  }
+  // Each order gets half the time; an unproven plan's subgraph bound waits
+  // until the better plan is known, which gets the whole bound time.
+  const auto deadline = start + options.time_limit;
+  solve_options half = options;
+  half.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit / 2);
+  detail::unproven_exact why_graph, why_other;
+  solution first = detail::solve_in_id_order(g, half, &why_graph);
+  // No order goes below the per-op floor, and none recomputes less than nothing.
+  const bool unbeatable = first.status == solve_status::optimal &&
+                          (options.goal == objective::memory ? first.claimed_peak == per_op_floor(g).bytes
+                                                             : first.claimed_recompute == 0);
+  if (unbeatable) return first;
+  half.time_limit = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+  const graph h = reorder_graph(g, order);
+  solution second = detail::map_back(detail::solve_in_id_order(h, half, &why_other), g, order);
+  const bool other_wins = detail::beats(second, first, options.goal);
+  solution& winner = other_wins ? second : first;
+  solution& loser = other_wins ? first : second;
+  const graph& winner_graph = other_wins ? h : g;
+  const graph& loser_graph = other_wins ? g : h;
+  const detail::unproven_exact& why_winner = other_wins ? why_other : why_graph;
+  if (!why_winner.tried.empty()) detail::finish_unproven(winner_graph, options, deadline, winner, why_winner);
+  // The other order's plans need a bound too, but only as high as the winner's.
+  const detail::unproven_exact& why_loser = other_wins ? why_graph : why_other;
+  if (!why_loser.tried.empty() && options.goal == objective::memory && options.bound_time_limit.count() > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() > 0 && winner.peak_lower_bound > loser.peak_lower_bound) {
+      subgraph_bound_options up_to;
+      up_to.stop_above = winner.peak_lower_bound - 1;
+      up_to.time_limit = std::min(options.bound_time_limit, left);
+      loser.peak_lower_bound = std::max(loser.peak_lower_bound,
+                                        std::min(subgraph_peak_bound(loser_graph, up_to).bytes, loser.claimed_peak));
+    }
+  }
+  solution s = detail::best_of_orders(std::move(first), std::move(second), options);
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

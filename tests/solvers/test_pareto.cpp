@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <remat/pareto.hpp>
 #include <remat/zoo/models.hpp>
 
@@ -12,12 +14,16 @@ using namespace remat;
 TEST_SUITE("pareto") {
 
 TEST_CASE("past the label cap the frontier is sampled: never empty, never called optimal, every point optimal for its budget") {
+  // In the graph's order: a frontier merged from two orders keeps each sampled
+  // point optimal for its budget among the plans of its own order only.
   const graph g = zoo::build("resnet18");
-  const pareto_result exact = pareto_frontier(g);
+  pareto_options graph_order;
+  graph_order.order = order_choice::graph;
+  const pareto_result exact = pareto_frontier(g, graph_order);
   REQUIRE(exact.status == solve_status::optimal);
   REQUIRE(exact.points.size() > 3);
 
-  pareto_options capped;
+  pareto_options capped = graph_order;
   capped.max_labels = 64;
   const pareto_result sampled = pareto_frontier(g, capped);
   CHECK(sampled.status == solve_status::feasible);
@@ -43,11 +49,42 @@ TEST_CASE("past the label cap the frontier is sampled: never empty, never called
   }
 }
 
+TEST_CASE("in both orders the frontier merges the two: each point is its order's plan, and neither frontier beats it") {
+  const graph g = zoo::build("resnet50");
+  const pareto_result both = pareto_frontier(g);
+  pareto_options one;
+  one.order = order_choice::graph;
+  const pareto_result in_graph = pareto_frontier(g, one);
+  one.order = order_choice::consumers_first;
+  const pareto_result in_other = pareto_frontier(g, one);
+  REQUIRE(both.status == solve_status::optimal);
+  REQUIRE(!both.points.empty());
+  CHECK(both.message.find("the graph's order or the consumers-first order") != std::string::npos);
+  CHECK(both.points.front().peak == std::min(in_graph.points.front().peak, in_other.points.front().peak));
+  bool some_other = false;
+  for (std::size_t i = 0; i < both.points.size(); ++i) {
+    const frontier_point& p = both.points[i];
+    if (i > 0) {
+      CHECK(p.peak > both.points[i - 1].peak);
+      CHECK(p.recompute < both.points[i - 1].recompute);
+    }
+    some_other = some_other || !p.order.empty();
+    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of, p.order));
+    CHECK(sim.peak_bytes == p.peak);
+    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
+    for (const pareto_result* r : {&in_graph, &in_other})
+      for (const frontier_point& q : r->points)
+        CHECK_FALSE((q.peak <= p.peak && detail::saves_recompute(q.recompute, p.recompute)));
+  }
+  CHECK(some_other);
+}
+
 TEST_CASE("the time limit holds in the label phase: the frontier stops with the least-peak plan, saying so") {
   // Inception v3's prefix-family labels take seconds (17 s in the CLI); within
   // 50 ms only the stages and the least peak are done.
   const graph g = zoo::build("inception-v3");
   pareto_options quick;
+  quick.order = order_choice::graph;
   quick.time_limit = std::chrono::milliseconds(50);
   const pareto_result r = pareto_frontier(g, quick);
   CHECK(r.status == solve_status::feasible);

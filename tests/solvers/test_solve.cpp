@@ -4,10 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <remat/solve.hpp>
 #include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
+#include "../support/oracle.hpp"
 #include "../support/random_graphs.hpp"
 #include "../support/shaped_graphs.hpp"
 
@@ -75,14 +78,102 @@ TEST_CASE("exact on the zoo's ResNets and DenseNets is optimal; on Inception v3 
   CHECK(darts.figures.peak_bytes == darts.claimed_peak);
 }
 
+TEST_CASE("exact in the best order: the better of both orders' brute-force optima, proven over both") {
+  std::size_t checked = 0, other_won = 0, graph_won = 0;
+  for (std::uint64_t seed = 1; seed <= 1500 && checked < 300; ++seed) {
+    const graph g = test::random_dag(4 + seed % 9, seed, 2 + seed % 4, 1 + seed % 3);
+    const precedence constraints = gradient_order_constraints(g);
+    const std::vector<node_id> order = consumers_first_order(g, constraints);
+    if (is_id_order(order)) continue;
+    const graph h = reorder_graph(g, order);
+    const precedence constraints_h = gradient_order_constraints(h);
+    const auto in_g = test::all_chain_plans(g, 3000, &constraints);
+    const auto in_h = test::all_chain_plans(h, 3000, &constraints_h);
+    if (!in_g || !in_h) continue;
+    ++checked;
+    const test::oracle_point best_g = test::best_memory(*in_g), best_h = test::best_memory(*in_h);
+    const bool h_better = best_h.peak < best_g.peak || (best_h.peak == best_g.peak && best_h.recompute < best_g.recompute);
+    const test::oracle_point expect = h_better ? best_h : best_g;
+    const solution s = solve(g);
+    REQUIRE(s.status == solve_status::optimal);
+    CHECK(s.claimed_peak == expect.peak);
+    CHECK(s.claimed_recompute == expect.recompute);
+    CHECK(s.peak_lower_bound == s.claimed_peak);
+    CHECK(s.best.order.empty() == !h_better);
+    CHECK(s.figures.peak_bytes == simulate(g, s.best.steps).peak_bytes);
+    if (s.best.stage_of.empty()) {
+      // Regular training already at the per-op floor: no order does better, and only one was solved.
+      CHECK(s.message.find("regular training already peaks at the per-op floor") != std::string::npos);
+    } else {
+      CHECK(s.best.steps == schedule_from_stages(g, s.best.stage_of, s.best.order));
+      // At the per-op floor the graph's order is not compared with another: none goes lower.
+      if (s.claimed_peak > per_op_floor(g).bytes)
+        CHECK(s.message.find(h_better ? "run in the consumers-first order" : "run in the graph's order") !=
+              std::string::npos);
+    }
+    (h_better ? other_won : graph_won) += 1;
+
+    // The time objective at the lower of the two least peaks: the least
+    // recompute within it over both orders, and just below it, infeasible in
+    // both, naming that peak.
+    solve_options timed;
+    timed.goal = objective::time;
+    timed.budget = expect.peak;
+    const auto time_g = test::best_time(*in_g, expect.peak), time_h = test::best_time(*in_h, expect.peak);
+    double least = std::numeric_limits<double>::infinity();
+    if (time_g) least = std::min(least, time_g->recompute);
+    if (time_h) least = std::min(least, time_h->recompute);
+    const solution t = solve(g, timed);
+    CHECK(t.status == solve_status::optimal);
+    CHECK(t.claimed_recompute == least);
+    CHECK(t.claimed_peak <= expect.peak);
+    timed.budget = expect.peak - 1;
+    const solution below = solve(g, timed);
+    CHECK(below.status == solve_status::infeasible);
+    CHECK(below.smallest_feasible_budget == expect.peak);
+
+    // Each order alone is its own optimum.
+    solve_options one;
+    one.order = order_choice::graph;
+    CHECK(solve(g, one).claimed_peak == best_g.peak);
+    one.order = order_choice::consumers_first;
+    const solution in_other = solve(g, one);
+    CHECK(in_other.claimed_peak == best_h.peak);
+    CHECK(in_other.best.order == order);
+  }
+  MESSAGE(checked << " graphs whose orders differ: the consumers-first order won " << other_won
+                  << ", the graph's order " << graph_won);
+  CHECK(checked >= 200);
+  CHECK(other_won > 0);
+  CHECK(graph_won > 0);
+}
+
+TEST_CASE("on the zoo's NAS networks and ResNets the consumers-first order lowers exact's plan") {
+  for (const char* name : {"resnet50", "darts-cifar10"}) {
+    const graph g = zoo::build(name);
+    solve_options graph_order;
+    graph_order.order = order_choice::graph;
+    const solution in_graph = solve(g, graph_order);
+    const solution best = solve(g);
+    CAPTURE(name);
+    CHECK(best.claimed_peak < in_graph.claimed_peak);
+    CHECK(!best.best.order.empty());
+    CHECK(best.figures.peak_bytes == best.claimed_peak);
+    CHECK(best.peak_lower_bound <= best.claimed_peak);
+    CHECK(best.message.find("run in the consumers-first order (the graph's order peaks at") != std::string::npos);
+  }
+}
+
 TEST_CASE("past the lower-set cap, the bounded search below a plan proves or finds the exact programme's least peak") {
   std::size_t proven = 0, graphs = 0, above = 0, found = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const graph g = test::random_dag(6 + seed % 14, seed, 2 + seed % 4, 1 + seed % 3);
-    const solution full = solve(g);
+    solve_options graph_order;  // one order: the search below a plan works in the order it is given
+    graph_order.order = order_choice::graph;
+    const solution full = solve(g, graph_order);
     if (full.status != solve_status::optimal || full.stats.lower_sets <= 24) continue;
     ++graphs;
-    solve_options capped;  // just below the graph's count: exact falls back, and may prove the fallback's peak
+    solve_options capped = graph_order;  // just below the graph's count: exact falls back, and may prove the fallback's peak
     capped.max_lower_sets = full.stats.lower_sets - 1;
     const solution s = solve(g, capped);
     CHECK(s.figures.peak_bytes == s.claimed_peak);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <remat/baselines.hpp>
+#include <remat/execution_order.hpp>
 #include <remat/graph.hpp>
 #include <remat/node_set.hpp>
 #include <remat/schedule.hpp>
@@ -91,6 +92,23 @@ inline const std::vector<plan_method>& plan_methods() {
     methods.push_back({"kept-nothing", [](const graph& g) { return plan::from_kept(g, node_set(g.size()), "kept-nothing"); }});
     methods.push_back({"kept-random", [](const graph& g) { return random_kept_plan(g, 7, 0.3); }});
     methods.push_back({"stages-random", [](const graph& g) { return random_stage_plan(g, 11); }});
+    // The same shapes run in the consumers-first order (execution_order.hpp).
+    methods.push_back({"exact-consumers-first", [](const graph& g) {
+                         solve_options o;
+                         o.order = order_choice::consumers_first;
+                         o.time_limit = std::chrono::milliseconds(3000);
+                         return solve(g, o).best;
+                       }});
+    methods.push_back({"stages-random-consumers-first", [](const graph& g) {
+                         const plan p = random_stage_plan(g, 11);
+                         return plan::from_stages(g, p.stage_of, "stages-random-consumers-first",
+                                                  consumers_first_order(g, gradient_order_constraints(g)));
+                       }});
+    methods.push_back({"kept-random-consumers-first", [](const graph& g) {
+                         const plan p = random_kept_plan(g, 7, 0.3);
+                         return plan::from_kept(g, p.kept, "kept-random-consumers-first",
+                                                consumers_first_order(g, gradient_order_constraints(g)));
+                       }});
     return methods;
   }();
   return all;

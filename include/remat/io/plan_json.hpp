@@ -5,10 +5,13 @@
 /// the simulator's figures; a plan is read from explicit steps, from a list of
 /// kept tensors, or from stages (lists of node names), all by node name.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <queue>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +46,9 @@ inline std::string write_plan_json(const graph& g, const plan& p, const simulati
     doc["kept"] = std::move(kept);
   }
   if (p.stage_of.size() == g.size()) {
+    // Each stage lists its nodes in the order the plan runs them, so the
+    // stages alone rebuild the same schedule.
+    const std::vector<node_id> sequence = remat::detail::execution_sequence(g, p.order);
     json stages = json::array();
     std::vector<std::uint32_t> numbers;
     for (std::size_t v = 0; v < g.size(); ++v)
@@ -51,7 +57,7 @@ inline std::string write_plan_json(const graph& g, const plan& p, const simulati
     numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
     for (std::uint32_t number : numbers) {
       json stage = json::array();
-      for (std::size_t v = 0; v < g.size(); ++v)
+      for (node_id v : sequence)
         if (!g.is_input(v) && p.stage_of[v] == number) stage.push_back(g.node_name(v));
       stages.push_back(std::move(stage));
     }
@@ -63,8 +69,56 @@ inline std::string write_plan_json(const graph& g, const plan& p, const simulati
   return doc.dump(1) + "\n";
 }
 
+namespace detail {
+
+// The execution order the stages are listed in: empty (the id order) when each
+// stage lists its nodes by ascending id, else the topological order closest to
+// the listing (Kahn's algorithm taking the earliest listed ready node; graph
+// inputs first), so a listing that puts a node before its operand still runs.
+inline std::vector<node_id> listed_order(const graph& g, const nlohmann::json& stages,
+                                         const std::vector<std::uint32_t>& stage_of) {
+  std::vector<std::size_t> rank(g.size(), 0);
+  std::size_t next = g.size();  // inputs keep ranks below every listed node
+  bool ascending = true;
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (g.is_input(v)) rank[v] = v;
+  for (const auto& stage : stages) {
+    node_id previous = 0;
+    bool first = true;
+    for (const auto& name : stage) {
+      const node_id v = *g.find(name.get<std::string>());
+      if (!first && v < previous) ascending = false;
+      previous = v;
+      first = false;
+      rank[v] = next++;
+    }
+  }
+  if (ascending) return {};
+  std::vector<std::size_t> waiting(g.size());
+  using entry = std::pair<std::pair<std::uint32_t, std::size_t>, node_id>;  // (stage, listed rank), node
+  std::priority_queue<entry, std::vector<entry>, std::greater<>> ready;
+  auto key = [&](node_id v) { return std::pair(g.is_input(v) ? 0 : stage_of[v] + 1, rank[v]); };
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    waiting[v] = g.predecessors(v).size();
+    if (waiting[v] == 0) ready.push({key(static_cast<node_id>(v)), static_cast<node_id>(v)});
+  }
+  std::vector<node_id> order;
+  order.reserve(g.size());
+  while (!ready.empty()) {
+    const node_id v = ready.top().second;
+    ready.pop();
+    order.push_back(v);
+    for (node_id s : g.successors(v))
+      if (--waiting[s] == 0) ready.push({key(s), s});
+  }
+  return order;
+}
+
+}  // namespace detail
+
 /// Reads a plan for `g`. It uses "steps" when present, else builds the schedule
-/// from "kept" (schedule_from_kept) or "stages" (schedule_from_stages).
+/// from "kept" (schedule_from_kept) or "stages" (schedule_from_stages, each
+/// stage run in the order it lists its nodes; see detail::listed_order).
 /// \throws parse_error naming the line of the first problem.
 inline plan read_plan_json(std::string_view text, const graph& g, const std::string& source = "<input>") {
   using nlohmann::json;
@@ -126,7 +180,7 @@ inline plan read_plan_json(std::string_view text, const graph& g, const std::str
     for (std::size_t v = 0; v < g.size(); ++v)
       if (!g.is_input(v) && stage_of[v] == UINT32_MAX) reader.fail({"stages"}, "'" + g.node_name(v) + "' is in no stage");
     try {
-      return plan::from_stages(g, std::move(stage_of), p.method.empty() ? "stages" : p.method);
+      return plan::from_stages(g, stage_of, p.method.empty() ? "stages" : p.method, detail::listed_order(g, stages, stage_of));
     } catch (const error& e) {
       reader.fail({"stages"}, e.what());
     }
