@@ -114,9 +114,10 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
                                 budget, format_bytes(e.floor_bytes()),
                                 format_bytes(g.param_bytes() * (2 + state_buffers(e.optimizer)))));
     else if (e.stage_plan_bound > *e.budget)
-      out.push_back(fmt::format("No plan fits {}: regular training needs {}, and no stage plan needs less than {} "
+      out.push_back(fmt::format("No plan fits {}: regular training needs {}, and no stage plan{} needs less than {} "
                                 "({}).",
-                                budget, format_bytes(e.regular.peak_bytes()), format_bytes(e.stage_plan_bound),
+                                budget, format_bytes(e.regular.peak_bytes()),
+                                e.bound_both_orders ? " in either execution order" : "", format_bytes(e.stage_plan_bound),
                                 e.optimal_status == solve_status::optimal
                                     ? "the optimal plan's peak"
                                     : "a lower bound from the exact optimum of a subgraph"));

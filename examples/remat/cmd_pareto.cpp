@@ -11,7 +11,7 @@ namespace remat::cli {
 
 void add_pareto_command(CLI::App& app) {
   struct options {
-    std::string file, csv, svg_out, order = "best";
+    std::string file, csv, svg_out, order = "auto";
     double time_limit = 60;
     bool json = false;
   };
@@ -22,8 +22,9 @@ void add_pareto_command(CLI::App& app) {
   cmd->add_option("--svg", opt->svg_out, "draw the frontier as SVG");
   cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--order", opt->order,
-                  "execution order of the plans: graph | consumers-first | best (both, frontiers merged)")
-      ->check(CLI::IsMember({"graph", "consumers-first", "best"}))
+                  "execution order of the plans: graph | consumers-first | best (both, frontiers merged) | auto "
+                  "(best past 20000 lower sets, else graph)")
+      ->check(CLI::IsMember({"graph", "consumers-first", "best", "auto"}))
       ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {

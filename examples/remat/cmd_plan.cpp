@@ -31,7 +31,7 @@ std::string search_summary(const std::string& method_name, const solve_stats& st
 
 void add_plan_command(CLI::App& app) {
   struct options {
-    std::string file, method = "exact", objective = "memory", budget, output, dot, order = "best";
+    std::string file, method = "exact", objective = "memory", budget, output, dot, order = "auto";
     std::size_t k = 4;
     double time_limit = 60;
     double bound_time = 0.25;
@@ -56,8 +56,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--budget", opt->budget, "peak byte budget for --objective time, e.g. 3GiB, 1.5GB, 4096");
   cmd->add_option("--order", opt->order,
                   "execution order of the plan: graph (as the file numbers the nodes) | consumers-first (a value's "
-                  "readers right after it) | best (exact tries both; other methods run in the graph's order)")
-      ->check(CLI::IsMember({"graph", "consumers-first", "best"}))
+                  "readers right after it) | best (exact tries both; other methods run in the graph's order) | auto "
+                  "(best past --max-lower-sets, else graph)")
+      ->check(CLI::IsMember({"graph", "consumers-first", "best", "auto"}))
       ->capture_default_str();
   cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--time-limit", opt->time_limit, "seconds before a search returns its best plan")

@@ -41,6 +41,10 @@ enum class order_choice {
   graph,            ///< the graph's id order
   consumers_first,  ///< consumers_first_order: a value's readers run right after it until they shrink it
   best,             ///< both, keeping the better plan (solve: `exact` only; see solve_options::order)
+  /// `best` where the graph has more lower sets than the exact programme's cap
+  /// (its plan then comes from the fallbacks, which cost far less than it),
+  /// else `graph`
+  automatic,
 };
 
 inline constexpr std::string_view to_string(order_choice o) noexcept {
@@ -48,12 +52,14 @@ inline constexpr std::string_view to_string(order_choice o) noexcept {
     case order_choice::graph: return "graph";
     case order_choice::consumers_first: return "consumers-first";
     case order_choice::best: return "best";
+    case order_choice::automatic: return "auto";
   }
   return "?";
 }
 
 inline std::optional<order_choice> parse_order_choice(std::string_view name) noexcept {
-  for (order_choice o : {order_choice::graph, order_choice::consumers_first, order_choice::best})
+  for (order_choice o :
+       {order_choice::graph, order_choice::consumers_first, order_choice::best, order_choice::automatic})
     if (to_string(o) == name) return o;
   return std::nullopt;
 }

@@ -298,8 +298,11 @@ struct explanation {
   std::string optimal_message;
   /// No stage plan's training memory is below this (solve's peak bound plus
   /// optimizer state; a subgraph's least peak where exact could not prove its
-  /// plan); regular training, a kept-set plan, may lie below it.
+  /// plan), among stage plans run in the graph's order (and the
+  /// consumers-first order when `bound_both_orders`); regular training, a
+  /// kept-set plan, may lie below it.
   std::uint64_t stage_plan_bound = 0;
+  bool bound_both_orders = false;
   std::optional<std::uint64_t> budget;
 
   /// No plan's training memory is below this.
@@ -366,6 +369,7 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   e.optimal_status = s.status;
   e.optimal_message = s.message;
   e.stage_plan_bound = std::max(s.peak_lower_bound, e.floor.bytes) + e.optimizer_state;
+  e.bound_both_orders = s.both_orders;
   // Regular training lies outside the lower-set chains the solver searches;
   // where it is better by the same objective, it is the plan to run.
   const auto by_peak = [](const simulation& x) { return std::tuple(x.peak_bytes, x.recompute_time); };

@@ -5,9 +5,9 @@
 /// every plan no other plan beats on both. One enumeration of the lower sets
 /// and one pass of three-dimensional labels (kept, peak, recompute) give the
 /// whole frontier (dp.hpp), instead of one solve per budget. With
-/// order_choice::best (the default) it is the frontier over stage plans run in
-/// the graph's order or in the consumers-first order (execution_order.hpp):
-/// both frontiers, merged.
+/// order_choice::best (and by default past the lower-set cap) it is the
+/// frontier over stage plans run in the graph's order or in the
+/// consumers-first order (execution_order.hpp): both frontiers, merged.
 
 #include <algorithm>
 #include <chrono>
@@ -32,8 +32,9 @@ struct pareto_options {
   /// Past this many (kept, peak, recompute) labels the frontier is sampled
   /// per budget instead (see `detail::sampled_frontier`).
   std::uint64_t max_labels = std::uint64_t{1} << 23;
-  /// The execution orders the plans run in; `best`: both, each with half the time.
-  order_choice order = order_choice::best;
+  /// The execution orders the plans run in; `best`: both, each with half the
+  /// time; `automatic`: both past `max_lower_sets`, the graph's order within it.
+  order_choice order = order_choice::automatic;
 };
 
 struct pareto_result {
@@ -195,10 +196,16 @@ inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> f
 /// `optimal` only when every order's frontier is exact. Complexity: that of
 /// solve_dp with three-dimensional fronts, once per order.
 inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   if (options.order == order_choice::graph) return detail::frontier_in_id_order(g, options);
+  if (options.order == order_choice::automatic) {
+    lower_set_options count;
+    count.max_count = options.max_lower_sets + 1;
+    count.constraints = &constraints;
+    if (count_lower_sets(g, count).status == enumeration_status::complete) return detail::frontier_in_id_order(g, options);
+  }
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<node_id> order =
-      consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+  const std::vector<node_id> order = consumers_first_order(g, constraints);
   if (is_id_order(order)) return detail::frontier_in_id_order(g, options);
   auto in_order = [&](const pareto_options& o) {
     pareto_result r = detail::frontier_in_id_order(reorder_graph(g, order), o);

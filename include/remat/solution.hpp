@@ -49,8 +49,15 @@ struct solution {
   std::uint64_t peak_lower_bound = 0; ///< no plan of the family peaks lower (memory objective)
   double recompute_lower_bound = 0;   ///< no plan within the budget recomputes less (time objective)
   std::uint64_t smallest_feasible_budget = 0;  ///< when infeasible: the least budget that works
+  /// When no plan meets the budget and the least that works is not known: the
+  /// least peak of a plan found, a budget known to work (0: none found).
+  std::uint64_t known_feasible_budget = 0;
   double objective = 0;               ///< the method's own objective value (e.g. Feng & Huang's bytes)
   double objective_lower_bound = 0;   ///< no plan scores below this on `objective` (ogc-exact; 0: none known)
+  /// The plan, bounds and status cover stage plans run in the graph's order
+  /// and in the consumers-first order (solve_options::order), not only the
+  /// order `best.order` names.
+  bool both_orders = false;
   std::string message;                ///< a sentence for people
   solve_stats stats;
 };

@@ -94,10 +94,14 @@ struct solve_options {
   /// 1.8–2.1× above the floor; 0 keeps the floor.
   std::chrono::milliseconds bound_time_limit{250};
   /// The order the plan runs its nodes in. With `best`, `exact` solves in the
-  /// graph's order and in the consumers-first order (when they differ), each
-  /// with half the time, and keeps the better plan; its status, bounds and
-  /// "infeasible" then speak of stage plans in either order.
-  order_choice order = order_choice::best;
+  /// graph's order, then (when they differ, and the time limit leaves at least
+  /// as long as the first took) in the consumers-first order, and keeps the
+  /// better plan; its status, bounds and "infeasible" then speak of stage
+  /// plans in either order (solution::both_orders). `automatic`
+  /// does so past `max_lower_sets`, where the plan comes from the fallbacks,
+  /// and keeps the graph's order within it, where the exact programme costs
+  /// the most and proves its optimum in that order.
+  order_choice order = order_choice::automatic;
 };
 
 namespace detail {
@@ -219,6 +223,7 @@ inline solution budget_out_of_reach(const graph& g, const solve_options& options
           ? std::string()
           : "; the least feasible budget is at most " + format_bytes(known_feasible) + " (" +
                 std::to_string(known_feasible) + " bytes), where a fallback plan peaks";
+  if (known_feasible != std::numeric_limits<std::uint64_t>::max()) s.known_feasible_budget = known_feasible;
   subgraph_bound bound;
   bound.bytes = per_op_floor(g).bytes;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -467,6 +472,29 @@ inline std::string order_outcome(const solution& s, objective goal) {
 // `exact` over stage plans in either of two orders: the better plan, and bounds
 // that hold for both (the lower of the two), so `optimal` and `infeasible`
 // speak of every stage plan in either order. Ties go to the graph's order.
+// The search statistics of two solves together (one in each order).
+inline solution add_stats(solution out, const solution& other) {
+  out.both_orders = true;
+  out.stats.lower_sets += other.stats.lower_sets;
+  out.stats.transitions += other.stats.transitions;
+  out.stats.labels += other.stats.labels;
+  out.stats.pruned += other.stats.pruned;
+  out.stats.cap_reached = out.stats.cap_reached || other.stats.cap_reached;
+  out.stats.time_limit_reached = out.stats.time_limit_reached || other.stats.time_limit_reached;
+  return out;
+}
+
+// Whether g has more than `cap` lower sets (closed under `constraints`); a
+// count stopped by the time limit says yes.
+inline bool more_lower_sets_than(const graph& g, const precedence& constraints, std::uint64_t cap,
+                                 std::chrono::milliseconds time_limit) {
+  lower_set_options count;
+  count.max_count = cap + 1;
+  count.constraints = &constraints;
+  count.time_limit = time_limit;
+  return count_lower_sets(g, count).status != enumeration_status::complete;
+}
+
 // Whether b's plan beats a's by the objective (memory: peak, then recompute;
 // time: recompute, then peak); a plan beats no plan.
 inline bool beats(const solution& b, const solution& a, objective goal) {
@@ -476,7 +504,30 @@ inline bool beats(const solution& b, const solution& a, objective goal) {
                                    : std::tuple(b.claimed_recompute, b.claimed_peak) < std::tuple(a.claimed_recompute, a.claimed_peak);
 }
 
+// Neither order has a plan within the budget: `infeasible` only when both
+// proved it, and the message of the order that knows the lower budget that
+// works (the least one, or one a fallback plan meets).
+inline solution no_plan_in_either(solution in_graph_order, solution in_other_order) {
+  auto known = [](const solution& s) {
+    if (s.smallest_feasible_budget != 0) return s.smallest_feasible_budget;
+    return s.known_feasible_budget != 0 ? s.known_feasible_budget : std::numeric_limits<std::uint64_t>::max();
+  };
+  const bool both_infeasible =
+      in_graph_order.status == solve_status::infeasible && in_other_order.status == solve_status::infeasible;
+  const bool other_knows_more = known(in_other_order) < known(in_graph_order);
+  solution out = std::move(other_knows_more ? in_other_order : in_graph_order);
+  const solution& other = other_knows_more ? in_graph_order : in_other_order;
+  out.status = both_infeasible ? solve_status::infeasible : solve_status::stopped;
+  out.peak_lower_bound = std::min(out.peak_lower_bound, other.peak_lower_bound);
+  out.message += std::string(out.message.empty() ? "" : "; ") + "in " +
+                 (other_knows_more ? "the consumers-first order; the graph's order " : "the graph's order; the consumers-first order ") +
+                 std::string(to_string(other.status)) + " too";
+  return add_stats(std::move(out), other);
+}
+
 inline solution best_of_orders(solution in_graph_order, solution in_other_order, const solve_options& options) {
+  if (!has_plan(in_graph_order) && !has_plan(in_other_order))
+    return no_plan_in_either(std::move(in_graph_order), std::move(in_other_order));
   const bool memory = options.goal == objective::memory;
   const bool other_wins = beats(in_other_order, in_graph_order, options.goal);
   const std::uint64_t own_bound = (other_wins ? in_other_order : in_graph_order).peak_lower_bound;
@@ -484,34 +535,20 @@ inline solution best_of_orders(solution in_graph_order, solution in_other_order,
   const solution& loser = other_wins ? in_graph_order : in_other_order;
 
   out.peak_lower_bound = std::min(out.peak_lower_bound, loser.peak_lower_bound);
-  if (has_plan(out)) {
-    // Proven over both orders only when the other order's proof reaches as far.
-    bool other_refuted = loser.status == solve_status::infeasible;
-    if (has_plan(loser))
-      other_refuted = memory ? loser.peak_lower_bound > out.claimed_peak ||
-                                   (loser.peak_lower_bound == out.claimed_peak && loser.status == solve_status::optimal)
-                             : loser.status == solve_status::optimal;
-    if (out.status == solve_status::optimal && !other_refuted) out.status = solve_status::feasible;
-  } else if (out.status == solve_status::infeasible && loser.status == solve_status::infeasible) {
-    if (loser.smallest_feasible_budget != 0 &&
-        (out.smallest_feasible_budget == 0 || loser.smallest_feasible_budget < out.smallest_feasible_budget))
-      out.smallest_feasible_budget = loser.smallest_feasible_budget;
-  } else {
-    out.status = solve_status::stopped;  // one order found nothing, the other was stopped: nothing is proven
-  }
+  // Proven over both orders only when the other order's proof reaches as far.
+  bool other_refuted = loser.status == solve_status::infeasible;
+  if (has_plan(loser))
+    other_refuted = memory ? loser.peak_lower_bound > out.claimed_peak ||
+                                 (loser.peak_lower_bound == out.claimed_peak && loser.status == solve_status::optimal)
+                           : loser.status == solve_status::optimal;
+  if (out.status == solve_status::optimal && !other_refuted) out.status = solve_status::feasible;
   std::string other = order_outcome(loser, options.goal);
   if (memory && has_plan(loser) && loser.peak_lower_bound < own_bound)
     other += ", and no plan of it is proven to peak above " + format_bytes(loser.peak_lower_bound);
   out.message += std::string(out.message.empty() ? "" : "; ") + "run in " +
                  (other_wins ? "the consumers-first order (the graph's order " : "the graph's order (the consumers-first order ") +
                  other + ")";
-  out.stats.lower_sets += loser.stats.lower_sets;
-  out.stats.transitions += loser.stats.transitions;
-  out.stats.labels += loser.stats.labels;
-  out.stats.pruned += loser.stats.pruned;
-  out.stats.cap_reached = out.stats.cap_reached || loser.stats.cap_reached;
-  out.stats.time_limit_reached = out.stats.time_limit_reached || loser.stats.time_limit_reached;
-  return out;
+  return add_stats(std::move(out), loser);
 }
 
 }  // namespace detail
@@ -525,12 +562,14 @@ inline solution best_of_orders(solution in_graph_order, solution in_other_order,
 /// `best.order`.
 /// \throws remat::error only for invalid options (every-k with k = 0).
 inline solution solve(const graph& g, const solve_options& options = {}) {
-  const bool both = options.order == order_choice::best && options.method == method::exact;
-  if (options.order == order_choice::graph || (options.order == order_choice::best && !both))
-    return detail::solve_in_id_order(g, options);
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<node_id> order =
-      consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+  const bool both = options.method == method::exact &&
+                    (options.order == order_choice::best ||
+                     (options.order == order_choice::automatic &&
+                      detail::more_lower_sets_than(g, constraints, options.max_lower_sets, options.time_limit)));
+  if (options.order != order_choice::consumers_first && !both) return detail::solve_in_id_order(g, options);
+  const std::vector<node_id> order = consumers_first_order(g, constraints);
   if (is_id_order(order)) return detail::solve_in_id_order(g, options);
   auto in_order = [&](const solve_options& o) { return detail::map_back(detail::solve_in_id_order(reorder_graph(g, order), o), g, order); };
   if (!both) {
@@ -538,22 +577,30 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
   }
-  // Each order gets half the time; an unproven plan's subgraph bound waits
-  // until the better plan is known, which gets the whole bound time.
+  // The graph's order first, with the whole time limit; the other order
+  // with what is left, when that is at least what the first took (else the
+  // graph's order alone, as without this: on a 104,436-node NAS stack with a
+  // 3 s limit, halving the time left both orders' fallbacks too little to
+  // find a plan). An unproven plan's subgraph bound waits until the better
+  // plan is known, which gets the whole bound time.
   const auto deadline = start + options.time_limit;
-  solve_options half = options;
-  half.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit / 2);
   detail::unproven_exact why_graph, why_other;
-  solution first = detail::solve_in_id_order(g, half, &why_graph);
+  solution first = detail::solve_in_id_order(g, options, &why_graph);
+  const auto first_took = std::chrono::steady_clock::now() - start;
   // No order goes below the per-op floor, and none recomputes less than nothing.
   const bool unbeatable = first.status == solve_status::optimal &&
                           (options.goal == objective::memory ? first.claimed_peak == per_op_floor(g).bytes
                                                              : first.claimed_recompute == 0);
-  if (unbeatable) return first;
-  half.time_limit = std::max(std::chrono::milliseconds(1),
-                             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (unbeatable || left < first_took) {
+    if (!why_graph.tried.empty()) detail::finish_unproven(g, options, deadline, first, why_graph);
+    first.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return first;
+  }
+  solve_options rest = options;
+  rest.time_limit = left;
   const graph h = reorder_graph(g, order);
-  solution second = detail::map_back(detail::solve_in_id_order(h, half, &why_other), g, order);
+  solution second = detail::map_back(detail::solve_in_id_order(h, rest, &why_other), g, order);
   const bool other_wins = detail::beats(second, first, options.goal);
   solution& winner = other_wins ? second : first;
   solution& loser = other_wins ? first : second;

@@ -51,7 +51,9 @@ TEST_CASE("past the label cap the frontier is sampled: never empty, never called
 
 TEST_CASE("in both orders the frontier merges the two: each point is its order's plan, and neither frontier beats it") {
   const graph g = zoo::build("resnet50");
-  const pareto_result both = pareto_frontier(g);
+  pareto_options in_both;
+  in_both.order = order_choice::best;
+  const pareto_result both = pareto_frontier(g, in_both);
   pareto_options one;
   one.order = order_choice::graph;
   const pareto_result in_graph = pareto_frontier(g, one);
