@@ -150,18 +150,8 @@ inline graph reorder_graph(const graph& g, std::span<const node_id> order) {
   graph_builder b(g.name());
   for (std::size_t k = 0; k < g.size(); ++k) {
     const node_id v = order.empty() ? static_cast<node_id>(k) : order[k];
-    node_spec s;
-    s.name = g.node_name(v);
-    s.op = g.op(v);
+    node_spec s = node_spec_of(g, v);
     for (node_id p : g.inputs(v)) s.inputs.push_back(position[p]);
-    s.bytes = g.bytes(v);
-    s.time = g.time(v);
-    s.params = g.params(v);
-    s.workspace = g.workspace(v);
-    s.backward_workspace = g.backward_workspace(v);
-    s.backward_time = g.backward_time(v);
-    s.reads = g.reads(v);
-    s.attrs = g.attrs(v);
     b.add(std::move(s));
   }
   return std::move(b).build();

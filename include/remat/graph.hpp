@@ -407,6 +407,23 @@ std::uint64_t to_bytes(T value, const char* what, const std::string& node) {
 
 }  // namespace detail
 
+/// Node v of g as a builder takes it, costs, reads and attributes included;
+/// its operands are left for the caller, who numbers them in its own builder.
+inline node_spec node_spec_of(const graph& g, node_id v) {
+  node_spec s;
+  s.name = g.node_name(v);
+  s.op = g.op(v);
+  s.bytes = g.bytes(v);
+  s.time = g.time(v);
+  s.params = g.params(v);
+  s.workspace = g.workspace(v);
+  s.backward_workspace = g.backward_workspace(v);
+  s.backward_time = g.backward_time(v);
+  s.reads = g.reads(v);
+  s.attrs = g.attrs(v);
+  return s;
+}
+
 /// Options for make_graph.
 struct make_graph_options {
   std::string name;  ///< the graph's name

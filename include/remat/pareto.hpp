@@ -248,12 +248,7 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
                                                       "; the consumers-first order: " + second.message;
   out.message += "; stage plans run in the graph's order or the consumers-first order";
   out.stats = first.stats;
-  out.stats.lower_sets += second.stats.lower_sets;
-  out.stats.transitions += second.stats.transitions;
-  out.stats.labels += second.stats.labels;
-  out.stats.pruned += second.stats.pruned;
-  out.stats.cap_reached = first.stats.cap_reached || second.stats.cap_reached;
-  out.stats.time_limit_reached = first.stats.time_limit_reached || second.stats.time_limit_reached;
+  out.stats += second.stats;
   out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -38,6 +38,17 @@ struct solve_stats {
   double seconds = 0;               ///< wall time of the solve
   bool cap_reached = false;
   bool time_limit_reached = false;
+
+  /// Adds another search's counts (the seconds are left to the caller).
+  solve_stats& operator+=(const solve_stats& other) noexcept {
+    lower_sets += other.lower_sets;
+    transitions += other.transitions;
+    labels += other.labels;
+    pruned += other.pruned;
+    cap_reached = cap_reached || other.cap_reached;
+    time_limit_reached = time_limit_reached || other.time_limit_reached;
+    return *this;
+  }
 };
 
 struct solution {

@@ -469,18 +469,10 @@ inline std::string order_outcome(const solution& s, objective goal) {
   return "recomputes " + std::to_string(s.claimed_recompute) + " s";
 }
 
-// `exact` over stage plans in either of two orders: the better plan, and bounds
-// that hold for both (the lower of the two), so `optimal` and `infeasible`
-// speak of every stage plan in either order. Ties go to the graph's order.
-// The search statistics of two solves together (one in each order).
+// Two solves, one in each order, as one.
 inline solution add_stats(solution out, const solution& other) {
   out.both_orders = true;
-  out.stats.lower_sets += other.stats.lower_sets;
-  out.stats.transitions += other.stats.transitions;
-  out.stats.labels += other.stats.labels;
-  out.stats.pruned += other.stats.pruned;
-  out.stats.cap_reached = out.stats.cap_reached || other.stats.cap_reached;
-  out.stats.time_limit_reached = out.stats.time_limit_reached || other.stats.time_limit_reached;
+  out.stats += other.stats;
   return out;
 }
 
@@ -525,6 +517,9 @@ inline solution no_plan_in_either(solution in_graph_order, solution in_other_ord
   return add_stats(std::move(out), other);
 }
 
+// `exact` over stage plans in either of two orders: the better plan, and bounds
+// that hold for both (the lower of the two), so `optimal` and `infeasible`
+// speak of every stage plan in either order. Ties go to the graph's order.
 inline solution best_of_orders(solution in_graph_order, solution in_other_order, const solve_options& options) {
   if (!has_plan(in_graph_order) && !has_plan(in_other_order))
     return no_plan_in_either(std::move(in_graph_order), std::move(in_other_order));

@@ -86,18 +86,8 @@ inline graph restrict_graph(const graph& g, const std::vector<char>& keep, bool 
         b.add(std::move(free));
         outside[p] = next++;
       }
-    node_spec s;
-    s.name = g.node_name(v);
-    s.op = g.op(v);
+    node_spec s = node_spec_of(g, v);
     for (node_id p : g.inputs(v)) s.inputs.push_back(keep[p] ? index[p] : outside[p]);
-    s.bytes = g.bytes(v);
-    s.time = g.time(v);
-    s.params = g.params(v);
-    s.workspace = g.workspace(v);
-    s.backward_workspace = g.backward_workspace(v);
-    s.backward_time = g.backward_time(v);
-    s.reads = g.reads(v);
-    s.attrs = g.attrs(v);
     b.add(std::move(s));
     index[v] = next++;
   }

@@ -35,17 +35,6 @@ std::vector<node_id> random_order(const graph& g, std::mt19937_64& rng) {
   return order;
 }
 
-std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64& rng) {
-  std::vector<std::uint32_t> stage(g.size(), 0);
-  std::uint32_t current = 0;
-  for (node_id v = 0; v < g.size(); ++v) {
-    if (rng() % 3 == 0) ++current;
-    stage[v] = current;
-    for (node_id p : g.predecessors(v)) stage[v] = std::max(stage[v], stage[p]);
-  }
-  return stage;
-}
-
 schedule mapped(schedule steps, const std::vector<node_id>& order) {
   for (step& s : steps) s.node = order[s.node];
   return steps;
@@ -82,7 +71,7 @@ TEST_CASE("a schedule in any order is the reordered graph's schedule, step for s
       CHECK(h.inputs(k).size() == g.inputs(order[k]).size());
       for (std::size_t i = 0; i < h.inputs(k).size(); ++i) CHECK(order[h.inputs(k)[i]] == g.inputs(order[k])[i]);
     }
-    const std::vector<std::uint32_t> stage = random_stages(g, rng);
+    const std::vector<std::uint32_t> stage = test::random_stages(g, rng);
     std::vector<std::uint32_t> stage_in_h(g.size());
     node_set keep(g.size()), keep_in_h(g.size());
     for (std::size_t k = 0; k < order.size(); ++k) {

@@ -17,19 +17,6 @@ using namespace remat;
 
 namespace {
 
-// A random monotone stage assignment: walk ids in order, bump the stage with
-// probability 1/3, and never place a node before its operands.
-std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64& rng) {
-  std::vector<std::uint32_t> stage(g.size(), 0);
-  std::uint32_t current = 0;
-  for (node_id v = 0; v < g.size(); ++v) {
-    if (rng() % 3 == 0) ++current;
-    stage[v] = current;
-    for (node_id p : g.predecessors(v)) stage[v] = std::max(stage[v], stage[p]);
-  }
-  return stage;
-}
-
 node_set random_kept(const graph& g, std::mt19937_64& rng) {
   node_set keep(g.size());
   for (node_id v = 0; v < g.size(); ++v)
@@ -63,7 +50,7 @@ TEST_CASE("every builder gives a valid schedule that never beats the per-op floo
     CHECK(regular.recompute_time == 0);
     check(plan::from_kept(g, random_kept(g, rng), "kept"));
     check(plan::from_kept(g, node_set(g.size()), "kept"));
-    check(plan::from_stages(g, random_stages(g, rng), "stages"));
+    check(plan::from_stages(g, test::random_stages(g, rng), "stages"));
     check(plan_every_k(g, 1 + seed % 4));
     check(plan_sqrt(g));
     // One stage per node keeps every value that has a consumer: no recompute.
@@ -78,7 +65,7 @@ TEST_CASE("no node is recomputed twice by either builder") {
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const graph g = test::random_dag(12, seed, 5, 3);
     for (const plan& p : {plan::from_kept(g, random_kept(g, rng), "kept"),
-                          plan::from_stages(g, random_stages(g, rng), "stages")}) {
+                          plan::from_stages(g, test::random_stages(g, rng), "stages")}) {
       std::vector<int> count(g.size(), 0);
       for (const step& s : p.steps)
         if (s.kind == step_kind::recompute) ++count[s.node];

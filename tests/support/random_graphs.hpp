@@ -55,4 +55,17 @@ inline graph random_dag(std::size_t n, std::uint64_t seed, std::size_t window = 
   return std::move(b).build();
 }
 
+// A random monotone stage assignment: walk ids in order, bump the stage with
+// probability 1/3, and never place a node before its operands.
+inline std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64& rng) {
+  std::vector<std::uint32_t> stage(g.size(), 0);
+  std::uint32_t current = 0;
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (rng() % 3 == 0) ++current;
+    stage[v] = current;
+    for (node_id p : g.predecessors(v)) stage[v] = std::max(stage[v], stage[p]);
+  }
+  return stage;
+}
+
 }  // namespace remat::test
