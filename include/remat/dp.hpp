@@ -49,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "detail/block_vector.hpp"
 #include "bounds.hpp"
 #include "graph.hpp"
 #include "lower_sets.hpp"
@@ -1409,7 +1410,7 @@ class dp_engine {
   std::vector<std::uint32_t> same_key_next_;                // the state before it with the same key
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<std::uint64_t> min_kept_;
-  std::vector<transition> transitions_;
+  block_vector<transition> transitions_;
   std::uint64_t bound_ = unreachable;
   bool two_dimensional_ = true;
   bool labels_capped_ = false;
@@ -1418,7 +1419,7 @@ class dp_engine {
   bool labels_capped() const noexcept { return labels_capped_; }
 
  private:
-  std::vector<dp_label> labels_;
+  block_vector<dp_label> labels_;
   std::vector<std::vector<std::uint32_t>> fronts_;
   std::vector<std::uint32_t> outside_;
   std::vector<std::uint32_t> stage_consumers_;
