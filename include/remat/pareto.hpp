@@ -196,8 +196,10 @@ inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> f
 /// `optimal` only when every order's frontier is exact. Complexity: that of
 /// solve_dp with three-dimensional fronts, once per order.
 inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
-  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   if (options.order == order_choice::graph) return detail::frontier_in_id_order(g, options);
+  // `automatic` decides before the first frontier, which it gives the whole
+  // time limit within the cap and half of it past the cap.
+  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   if (options.order == order_choice::automatic) {
     lower_set_options count;
     count.max_count = options.max_lower_sets + 1;

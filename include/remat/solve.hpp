@@ -300,6 +300,7 @@ namespace detail {
 struct unproven_exact {
   std::string tried;     // what limited it and which fallbacks ran
   std::string searched;  // why the search below the best plan did not prove it
+  bool over_cap = false; // the graph has more lower sets than max_lower_sets (or counting them ran out of time)
 };
 
 // The last step of `exact` on an unproven plan: a subgraph's bound
@@ -313,7 +314,8 @@ inline void finish_unproven(const graph& g, const solve_options& options,
 
 // `options.method` on g as numbered (options.order is not looked at). With
 // `defer`, an unproven `exact` plan is returned before its subgraph bound,
-// what it tried in *defer (left empty otherwise), for the caller to finish.
+// what it tried in *defer (left empty otherwise), for the caller to finish;
+// `exact` also says there whether the graph is past its lower-set cap.
 inline solution solve_in_id_order(const graph& g, const solve_options& options, unproven_exact* defer = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   solution s;
@@ -361,6 +363,7 @@ inline solution solve_in_id_order(const graph& g, const solve_options& options, 
       count.constraints = &order;
       count.time_limit = options.time_limit;
       const lower_set_count lower_sets = count_lower_sets(g, count);
+      if (defer) defer->over_cap = lower_sets.status != enumeration_status::complete;
       // The exact programme gets three quarters of the time limit; the
       // fallbacks share what is left, so the whole call keeps to the limit.
       const auto deadline = start + options.time_limit;
@@ -427,7 +430,7 @@ inline solution solve_in_id_order(const graph& g, const solve_options& options, 
         if (s.status == solve_status::optimal) s.status = solve_status::feasible;
         const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                                      (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
-                                 unproven};
+                                 unproven, lower_sets.status != enumeration_status::complete};
         if (defer) *defer = why;
         else finish_unproven(g, options, deadline, s, why);
       }
@@ -474,17 +477,6 @@ inline solution add_stats(solution out, const solution& other) {
   out.both_orders = true;
   out.stats += other.stats;
   return out;
-}
-
-// Whether g has more than `cap` lower sets (closed under `constraints`); a
-// count stopped by the time limit says yes.
-inline bool more_lower_sets_than(const graph& g, const precedence& constraints, std::uint64_t cap,
-                                 std::chrono::milliseconds time_limit) {
-  lower_set_options count;
-  count.max_count = cap + 1;
-  count.constraints = &constraints;
-  count.time_limit = time_limit;
-  return count_lower_sets(g, count).status != enumeration_status::complete;
 }
 
 // Whether b's plan beats a's by the objective (memory: peak, then recompute;
@@ -558,21 +550,21 @@ inline solution best_of_orders(solution in_graph_order, solution in_other_order,
 /// \throws remat::error only for invalid options (every-k with k = 0).
 inline solution solve(const graph& g, const solve_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
-  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
-  const bool both = options.method == method::exact &&
-                    (options.order == order_choice::best ||
-                     (options.order == order_choice::automatic &&
-                      detail::more_lower_sets_than(g, constraints, options.max_lower_sets, options.time_limit)));
-  if (options.order != order_choice::consumers_first && !both) return detail::solve_in_id_order(g, options);
-  const std::vector<node_id> order = consumers_first_order(g, constraints);
-  if (is_id_order(order)) return detail::solve_in_id_order(g, options);
-  auto in_order = [&](const solve_options& o) { return detail::map_back(detail::solve_in_id_order(reorder_graph(g, order), o), g, order); };
-  if (!both) {
-    solution s = in_order(options);
+  const bool may_try_both = options.method == method::exact &&
+                            (options.order == order_choice::best || options.order == order_choice::automatic);
+  if (options.order != order_choice::consumers_first && !may_try_both) return detail::solve_in_id_order(g, options);
+  auto other_order = [&] {
+    return consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+  };
+  if (!may_try_both) {
+    const std::vector<node_id> order = other_order();
+    if (is_id_order(order)) return detail::solve_in_id_order(g, options);
+    solution s = detail::map_back(detail::solve_in_id_order(reorder_graph(g, order), options), g, order);
     s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
   }
   // The graph's order first, with the whole time limit; the other order
+  // (`automatic`: only past the lower-set cap, which the first solve counted)
   // with what is left, when that is at least what the first took (else the
   // graph's order alone, as without this: on a 104,436-node NAS stack with a
   // 3 s limit, halving the time left both orders' fallbacks too little to
@@ -587,7 +579,10 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
                           (options.goal == objective::memory ? first.claimed_peak == per_op_floor(g).bytes
                                                              : first.claimed_recompute == 0);
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  if (unbeatable || left < first_took) {
+  std::vector<node_id> order;
+  if (!unbeatable && left >= first_took && (options.order == order_choice::best || why_graph.over_cap))
+    order = other_order();
+  if (order.empty() || is_id_order(order)) {
     if (!why_graph.tried.empty()) detail::finish_unproven(g, options, deadline, first, why_graph);
     first.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return first;

@@ -14,8 +14,8 @@ namespace remat::detail {
 /// stages and labels; a doubling std::vector copies all of them at every
 /// growth and touches a fresh buffer each time, and on the 2,053-node
 /// ResNet-like graph that copying and its page faults took about half of the
-/// solve. Small searches (the subgraph bound runs thousands) allocate only a
-/// small first block. Indexing costs a bit scan and a load more than a vector's.
+/// solve. A small search allocates only a small first block. Indexing costs
+/// a bit scan and a load more than a vector's.
 template <class T, std::size_t FirstBlockBits = 8>
 class block_vector {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>,
