@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -349,11 +350,19 @@ TEST_CASE("a step allocates nothing and never synchronises, recomputations inclu
   CHECK(m.memory().device_taken >= m.memory().total());
   const plan p = plan::from_kept(g, node_set(g.size()), "kept-nothing");
   cuda::executor<float> e(m, p.steps);
-  CHECK(e.device_taken() >= e.layout().arena_bytes + e.plan().scratch_bytes());
+  // cudaMemGetInfo counts in the driver's 2 MiB pages: a small allocation can
+  // land in a page an earlier one already took (seen on an H200: an 807,936-byte
+  // arena and scratch that moved the free count by 0).
+  constexpr std::uint64_t device_page = std::uint64_t{2} << 20;
+  CHECK(e.device_taken() + device_page >= e.layout().arena_bytes + e.plan().scratch_bytes());
   (void)e.run();  // loads the kernels' modules (lazy loading allocates)
+  // compute-sanitizer takes device memory for its own records as kernels run
+  // (2 MiB per step seen on an H200), so under it (memcheck.sh says so) the
+  // free count cannot show that a step allocates nothing.
+  const bool under_sanitizer = std::getenv("REMAT_UNDER_SANITIZER") != nullptr;
   for (int i = 0; i < 3; ++i) {
     const cuda::step_report r = e.run();
-    CHECK(r.free_after == r.free_before);
+    if (!under_sanitizer) CHECK(r.free_after == r.free_before);
   }
   // At least one captured operation per compute, recompute and backward step.
   const auto working = static_cast<std::size_t>(
