@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""bench/gpu-results without a GPU: the committed docs/results-gpu.md is what
+the committed docs/results-gpu.json renders to, every row of that data keeps
+the project's one truth (measured peak = simulated peak), and --resume on a
+complete results file keeps every row and measures nothing (so runs nothing
+that needs a device).
+
+usage: test_gpu_results.py SOURCE_ROOT [BUILD_ROOT]
+BUILD_ROOT (with bench/bench_cuda and examples/remat) enables the --resume check.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+failures = []
+
+
+def check(condition, what, detail=""):
+    print(("ok   " if condition else "FAIL ") + what + ("" if condition or not detail else f": {detail}"))
+    if not condition:
+        failures.append(what)
+
+
+def main():
+    root = Path(sys.argv[1])
+    build = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    script, data, page = root / "bench" / "gpu-results", root / "docs" / "results-gpu.json", root / "docs" / "results-gpu.md"
+    results = json.loads(data.read_text())
+    models = results["models"]
+    check(len(models) == 18, "the results hold 18 models", str(len(models)))
+    for m in models:
+        for method in ("none", "exact"):
+            row = m["remat"].get(method, {})
+            check("median_ms" in row and row.get("peak_measured") == row.get("peak_simulated"),
+                  f"{m['name']} {method}: measured peak = simulated peak", json.dumps(row)[:200])
+        check("median_ms" in m["pytorch"], f"{m['name']}: PyTorch measured", json.dumps(m["pytorch"])[:200])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rendered = Path(tmp) / "page.md"
+        run = subprocess.run([sys.executable, str(script), "--from", str(data), "--out", str(rendered)],
+                             capture_output=True, text=True)
+        check(run.returncode == 0, "--from renders", run.stderr.strip()[-300:])
+        check(rendered.exists() and rendered.read_text() == page.read_text(),
+              "docs/results-gpu.md is what docs/results-gpu.json renders to (re-render with --from)")
+        text = rendered.read_text() if rendered.exists() else ""
+        check("Measured peak = simulated peak in all 36 measured rows." in text, "the page states 36 equal rows")
+        check("## Summary" in text and "## Failures" not in text, "the page has a summary and no failures")
+
+        if build is None:
+            print("skip --resume: no build directory given")
+        else:
+            out = Path(tmp) / "resumed.md"
+            run = subprocess.run([sys.executable, str(script), "--build", str(build), "--resume", str(data),
+                                  "--steps", str(results["steps"]), "--warmup", str(results["warmup"]),
+                                  "--out", str(out)], capture_output=True, text=True)
+            check(run.returncode == 0, "--resume of a complete run exits 0", (run.stderr or run.stdout).strip()[-300:])
+            check("..." not in run.stdout, "--resume of a complete run measures nothing", run.stdout[-300:])
+            resumed = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+            check(resumed.get("models") == models, "--resume keeps every row as it was")
+            mismatch = subprocess.run([sys.executable, str(script), "--build", str(build), "--resume", str(data),
+                                       "--steps", str(results["steps"] + 1), "--out", str(out)],
+                                      capture_output=True, text=True)
+            check(mismatch.returncode != 0 and "resume with the same" in mismatch.stderr,
+                  "--resume refuses other --steps, saying so", mismatch.stderr.strip()[-300:])
+
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
