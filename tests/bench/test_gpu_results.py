@@ -15,13 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-failures = []
-
-
-def check(condition, what, detail=""):
-    print(("ok   " if condition else "FAIL ") + what + ("" if condition or not detail else f": {detail}"))
-    if not condition:
-        failures.append(what)
+from checklist import check, verdict
 
 
 def main():
@@ -66,8 +60,7 @@ def main():
             check(mismatch.returncode != 0 and "resume with the same" in mismatch.stderr,
                   "--resume refuses other --steps, saying so", mismatch.stderr.strip()[-300:])
 
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return verdict("gpu-results")
 
 
 if __name__ == "__main__":

@@ -13,13 +13,7 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-failures = []
-
-
-def check(condition, what, detail=""):
-    print(("ok   " if condition else "FAIL ") + what + ("" if condition or not detail else f": {detail}"))
-    if not condition:
-        failures.append(what)
+from checklist import check, verdict
 
 
 def main():
@@ -68,8 +62,7 @@ def main():
 
     run = subprocess.run([str(bench), "--remat_point_seconds=soon"], capture_output=True, text=True)
     check(run.returncode == 1 and "needs a non-negative number" in run.stderr, "a bad option is a one-line error")
-    print(f"bench-report: {len(failures)} failed")
-    return 1 if failures else 0
+    return verdict("bench-report")
 
 
 if __name__ == "__main__":
