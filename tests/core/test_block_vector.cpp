@@ -58,3 +58,19 @@ TEST_CASE("a cleared block vector reuses its blocks") {
   CHECK(&v[0] == first);
   CHECK(v[4] == 104);
 }
+
+TEST_CASE("a block vector's blocks of 2 MiB and more start on a 2 MiB boundary") {
+  // Records of 16 bytes in blocks of 2^12, 2^13, ...: the 6th block (2^17
+  // records, 2 MiB) is the first that large. Huge pages need that alignment.
+  block_vector<record, 12> v;
+  constexpr std::size_t first_large = ((std::size_t{1} << 5) - 1) << 12;  // where the 6th block starts
+  static_assert(sizeof(record) == 16);
+  for (std::size_t i = 0; i <= first_large + (std::size_t{1} << 17); ++i) v.push_back({i, static_cast<std::uint32_t>(i)});
+  const auto address = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(&v[i]); };
+  constexpr std::uintptr_t two_mib = std::uintptr_t{2} << 20;
+  CHECK(address(first_large) % two_mib == 0);
+  CHECK(address(first_large + (std::size_t{1} << 17)) % two_mib == 0);  // the 7th block
+  CHECK(address(first_large - 1) % alignof(record) == 0);
+  CHECK(v[first_large].value == first_large);
+  CHECK(v[first_large + (std::size_t{1} << 17)].index == first_large + (std::size_t{1} << 17));
+}

@@ -4,8 +4,13 @@
 #include <cstddef>
 #include <iterator>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace remat::detail {
 
@@ -16,6 +21,13 @@ namespace remat::detail {
 /// ResNet-like graph that copying and its page faults took about half of the
 /// solve. A small search allocates only a small first block. Indexing costs
 /// a bit scan and a load more than a vector's.
+///
+/// Blocks of 2 MiB and more start on a 2 MiB boundary and, on Linux, ask for
+/// transparent huge pages: a first touch faults once per 2 MiB instead of 512
+/// times, and the programme's scattered reads of labels and stages miss the
+/// TLB far less. On the 2,053-node ResNet-like graph that took a first solve
+/// from 1.14–1.19 s to 0.85 s and a repeated one from 0.89–0.93 s to 0.62 s;
+/// DenseNet-201 went from 0.46 to 0.35 s (docs/algorithms.md).
 template <class T, std::size_t FirstBlockBits = 8>
 class block_vector {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>,
@@ -84,12 +96,27 @@ class block_vector {
   // Called when size_ is the first index of a block.
   void open_block() {
     const std::size_t b = block_of(size_);
-    if (b == blocks_.size()) blocks_.push_back(std::make_unique_for_overwrite<T[]>(block_length(b)));
+    if (b == blocks_.size()) {
+      const std::size_t bytes = block_length(b) * sizeof(T);
+      const std::size_t alignment = bytes >= huge_page ? huge_page : alignof(T);
+      T* block = static_cast<T*>(::operator new(bytes, std::align_val_t(alignment)));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+      if (alignment == huge_page) (void)::madvise(block, bytes, MADV_HUGEPAGE);  // advice: no error to act on
+#endif
+      blocks_.push_back(block_pointer(block, block_deleter{alignment}));
+    }
     next_ = blocks_[b].get();
     block_end_ = next_ + block_length(b);
   }
 
-  std::vector<std::unique_ptr<T[]>> blocks_;
+  static constexpr std::size_t huge_page = std::size_t{2} << 20;
+  struct block_deleter {
+    std::size_t alignment;
+    void operator()(T* block) const noexcept { ::operator delete(block, std::align_val_t(alignment)); }
+  };
+  using block_pointer = std::unique_ptr<T[], block_deleter>;
+
+  std::vector<block_pointer> blocks_;
   std::size_t size_ = 0;
   T* next_ = nullptr;
   T* block_end_ = nullptr;
