@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""bench/gpu-results without a GPU: the committed docs/results-gpu.md is what
-the committed docs/results-gpu.json renders to, every row of that data keeps
-the project's one truth (measured peak = simulated peak), and --resume on a
+"""bench/gpu-results without a GPU: each committed results page
+(docs/results-gpu.md from an H200, docs/results-gpu-h100.md from an H100) is
+what its committed .json renders to, every row of that data keeps the
+project's one truth (measured peak = simulated peak), and --resume on a
 complete results file keeps every row and measures nothing (so runs nothing
 that needs a device).
 
@@ -18,30 +19,42 @@ from pathlib import Path
 from checklist import check, verdict
 
 
-def main():
-    root = Path(sys.argv[1])
-    build = Path(sys.argv[2]) if len(sys.argv) > 2 else None
-    script, data, page = root / "bench" / "gpu-results", root / "docs" / "results-gpu.json", root / "docs" / "results-gpu.md"
-    results = json.loads(data.read_text())
-    models = results["models"]
-    check(len(models) == 18, "the results hold 18 models", str(len(models)))
+PAGES = ("results-gpu", "results-gpu-h100")
+
+
+def check_page(script, docs, name, tmp):
+    """The page docs/NAME.md is what docs/NAME.json renders to, and its data is complete and equal."""
+    data, page = docs / f"{name}.json", docs / f"{name}.md"
+    models = json.loads(data.read_text())["models"]
+    check(len(models) == 18, f"{name}: the results hold 18 models", str(len(models)))
     for m in models:
         for method in ("none", "exact"):
             row = m["remat"].get(method, {})
             check("median_ms" in row and row.get("peak_measured") == row.get("peak_simulated"),
-                  f"{m['name']} {method}: measured peak = simulated peak", json.dumps(row)[:200])
-        check("median_ms" in m["pytorch"], f"{m['name']}: PyTorch measured", json.dumps(m["pytorch"])[:200])
+                  f"{name}: {m['name']} {method}: measured peak = simulated peak", json.dumps(row)[:200])
+        check("median_ms" in m["pytorch"], f"{name}: {m['name']}: PyTorch measured", json.dumps(m["pytorch"])[:200])
+    rendered = Path(tmp) / f"{name}.md"
+    run = subprocess.run([sys.executable, str(script), "--from", str(data), "--out", str(rendered)],
+                         capture_output=True, text=True)
+    check(run.returncode == 0, f"{name}: --from renders", run.stderr.strip()[-300:])
+    check(rendered.exists() and rendered.read_text() == page.read_text(),
+          f"docs/{name}.md is what docs/{name}.json renders to (re-render with --from)")
+    text = rendered.read_text() if rendered.exists() else ""
+    check("Measured peak = simulated peak in all 36 measured rows." in text, f"{name}: the page states 36 equal rows")
+    check("## Summary" in text and "## Failures" not in text, f"{name}: the page has a summary and no failures")
+
+
+def main():
+    root = Path(sys.argv[1])
+    build = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    script, docs = root / "bench" / "gpu-results", root / "docs"
+    data = docs / "results-gpu.json"
+    results = json.loads(data.read_text())
+    models = results["models"]
 
     with tempfile.TemporaryDirectory() as tmp:
-        rendered = Path(tmp) / "page.md"
-        run = subprocess.run([sys.executable, str(script), "--from", str(data), "--out", str(rendered)],
-                             capture_output=True, text=True)
-        check(run.returncode == 0, "--from renders", run.stderr.strip()[-300:])
-        check(rendered.exists() and rendered.read_text() == page.read_text(),
-              "docs/results-gpu.md is what docs/results-gpu.json renders to (re-render with --from)")
-        text = rendered.read_text() if rendered.exists() else ""
-        check("Measured peak = simulated peak in all 36 measured rows." in text, "the page states 36 equal rows")
-        check("## Summary" in text and "## Failures" not in text, "the page has a summary and no failures")
+        for name in PAGES:
+            check_page(script, docs, name, tmp)
 
         if build is None:
             print("skip --resume: no build directory given")
