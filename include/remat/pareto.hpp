@@ -47,6 +47,37 @@ struct pareto_result {
 
 namespace detail {
 
+// What a sampled frontier says of itself. `small`: over all lower-set chains
+// (else the prefix family); `complete`: every stage was enumerated;
+// `timed_out`: the time limit ended the sampling.
+inline std::string sampled_message(bool small, bool complete, bool timed_out) {
+  std::string message = std::string(small ? "all lower-set chains" : "the prefix family") +
+                        ": too many Pareto labels for the exact frontier; sampled at " +
+                        std::to_string(frontier_sample_count) +
+                        " budgets, each point optimal for its budget, points between them may be missing";
+  if (!complete) message += "; stopped by a cap or the time limit, so the samples are over the stages found";
+  if (timed_out)
+    message += "; the time limit ended the sampling, and the last sample is a least-kept plan within its budget";
+  return message;
+}
+
+// The points no point of the other frontier beats, by increasing peak; ties go
+// to the first frontier (the graph's order).
+inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> first, std::vector<frontier_point> second) {
+  for (frontier_point& p : second) first.push_back(std::move(p));
+  std::stable_sort(first.begin(), first.end(), [](const auto& x, const auto& y) {
+    return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
+  });
+  std::vector<frontier_point> out;
+  double best_recompute = std::numeric_limits<double>::infinity();
+  for (frontier_point& p : first)
+    if (saves_recompute(p.recompute, best_recompute)) {
+      best_recompute = p.recompute;
+      out.push_back(std::move(p));
+    }
+  return out;
+}
+
 /// When the three-dimensional labels outgrow their cap, the frontier is
 /// sampled instead, on the same stages: enumerated once within
 /// `options.max_peak`, then the least peak (one backward pass) and the least
@@ -54,7 +85,7 @@ namespace detail {
 /// to the peak of the least-recompute plan. Each point is optimal for its
 /// budget, but points between the samples may be missing: status `feasible`.
 inline pareto_result sampled_frontier(const graph& g, dp_family family, const pareto_options& options, bool small) {
-  constexpr std::uint64_t samples = 24;
+  constexpr std::uint64_t samples = frontier_sample_count;
   pareto_result out;
   out.family = family;
   dp_options stage_options;
@@ -105,12 +136,7 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
   out.status = !out.points.empty() ? solve_status::feasible
                : complete          ? solve_status::infeasible
                                    : solve_status::stopped;
-  out.message = std::string(small ? "all lower-set chains" : "the prefix family") +
-                ": too many Pareto labels for the exact frontier; sampled at " + std::to_string(samples) +
-                " budgets, each point optimal for its budget, points between them may be missing";
-  if (!complete) out.message += "; stopped by a cap or the time limit, so the samples are over the stages found";
-  if (timed_out)
-    out.message += "; the time limit ended the sampling, and the last sample is a least-kept plan within its budget";
+  out.message = sampled_message(small, complete, timed_out);
   return out;
 }
 
@@ -147,6 +173,14 @@ inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& 
                   (r.complete ? "" : " over the stages found, not proven") + ", with a least-kept plan";
     return out;
   }
+  if (r.labels_capped && r.result.status != solve_status::infeasible && r.sampled_all) {
+    // Past the label cap, the plans sampled to prune the labels are the frontier shown.
+    out.points = merge_frontiers(std::move(r.sampled), {});
+    out.stats = r.result.stats;
+    out.status = solve_status::feasible;
+    out.message = sampled_message(small, r.complete, false);
+    return out;
+  }
   if (r.labels_capped && r.result.status != solve_status::infeasible) {
     pareto_options rest = options;  // the sampling gets what is left of the time limit
     if (options.time_limit.count() > 0) {
@@ -168,23 +202,6 @@ inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& 
                       : "the graph has more than " + std::to_string(options.max_lower_sets) +
                             " lower sets: frontier of the prefix family (stages are id intervals)";
   if (!r.complete) out.message += "; stopped by the time limit, so points may be missing";
-  return out;
-}
-
-// The points no point of the other frontier beats, by increasing peak; ties go
-// to the first frontier (the graph's order).
-inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> first, std::vector<frontier_point> second) {
-  for (frontier_point& p : second) first.push_back(std::move(p));
-  std::stable_sort(first.begin(), first.end(), [](const auto& x, const auto& y) {
-    return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
-  });
-  std::vector<frontier_point> out;
-  double best_recompute = std::numeric_limits<double>::infinity();
-  for (frontier_point& p : first)
-    if (saves_recompute(p.recompute, best_recompute)) {
-      best_recompute = p.recompute;
-      out.push_back(std::move(p));
-    }
   return out;
 }
 

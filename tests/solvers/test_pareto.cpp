@@ -102,4 +102,55 @@ TEST_CASE("the time limit holds in the label phase: the frontier stops with the 
   CHECK(solve_dp(g, dp_family::prefix, least).result.claimed_peak <= r.points.front().peak);
 }
 
+TEST_CASE("a deep network's frontier is exact, the least recompute at each budget lies on it, and so do its samples") {
+  // ResNet-50: 528 points in the graph's order. The three-dimensional labels
+  // are pruned by plans sampled along the frontier first; an optimum found
+  // on its own at any budget must still be one of its points.
+  const graph g = zoo::build("resnet50");
+  pareto_options graph_order;
+  graph_order.order = order_choice::graph;
+  const pareto_result r = pareto_frontier(g, graph_order);
+  REQUIRE(r.status == solve_status::optimal);
+  REQUIRE(r.points.size() > 500);
+  const std::uint64_t low = r.points.front().peak, high = r.points.back().peak;
+  for (std::uint64_t i = 0; i <= 40; ++i) {
+    dp_options within;
+    within.goal = objective::time;
+    within.budget = low + (high - low) / 40 * i;
+    const dp_result alone = solve_dp(g, dp_family::exact, within);
+    REQUIRE(alone.result.status == solve_status::optimal);
+    CAPTURE(within.budget);
+    const auto on_frontier = std::find_if(r.points.rbegin(), r.points.rend(),
+                                          [&](const frontier_point& p) { return p.peak <= within.budget; });
+    REQUIRE(on_frontier != r.points.rend());
+    CHECK(on_frontier->recompute == doctest::Approx(alone.result.claimed_recompute).epsilon(1e-12));
+  }
+  for (const frontier_point& p : {r.points.front(), r.points[r.points.size() / 2], r.points.back()}) {
+    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
+    CHECK(sim.peak_bytes == p.peak);
+    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
+  }
+
+  // A cap the two-dimensional samples fit under and the three-dimensional
+  // labels do not (10⁵ here): the samples taken to prune the labels are the
+  // frontier shown, each the least recompute within its peak.
+  pareto_options capped = graph_order;
+  capped.max_labels = 100000;
+  const pareto_result sampled = pareto_frontier(g, capped);
+  CHECK(sampled.status == solve_status::feasible);
+  CHECK(sampled.message.find("sampled at 24 budgets") != std::string::npos);
+  REQUIRE(sampled.points.size() >= 10);
+  CHECK(sampled.points.front().peak == low);
+  CHECK(sampled.points.back().recompute == doctest::Approx(r.points.back().recompute).epsilon(1e-12));
+  for (const frontier_point& p : sampled.points) {
+    const auto on_frontier = std::find_if(r.points.rbegin(), r.points.rend(),
+                                          [&](const frontier_point& q) { return q.peak <= p.peak; });
+    REQUIRE(on_frontier != r.points.rend());
+    CHECK(on_frontier->recompute == doctest::Approx(p.recompute).epsilon(1e-12));
+    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
+    CHECK(sim.peak_bytes == p.peak);
+    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
+  }
+}
+
 }  // TEST_SUITE
