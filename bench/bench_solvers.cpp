@@ -11,6 +11,8 @@
 //   random/<method>/nodes:N          random layered DAGs of 100–1,000 nodes (width 5, edge density 0.3)
 //   chain/<method>/nodes:N           chains of 100 to 10⁶ nodes (widths drawn from 64–256)
 //   shaped/exact/<shape>/...         ResNet-, DenseNet-, PSPNet-shaped graphs of 1,000–2,700 nodes
+//   pareto/<model>                   remat::pareto_frontier on the zoo's ResNets and DenseNet-121, in the
+//                                    graph's order (not in bench/report: run it by hand)
 //
 // One benchmark is one point, measured as measure.hpp says. Google
 // Benchmark's real_time (UseManualTime) is the median process CPU time of the
@@ -56,6 +58,7 @@
 #include <vector>
 
 #include <remat/lower_sets.hpp>
+#include <remat/pareto.hpp>
 #include <remat/solve.hpp>
 #include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
@@ -198,6 +201,13 @@ void set_gap_counters(benchmark::State& state, method m, const std::string& key,
   state.counters["fh_gap_vs_optimum"] = ref->second.optimal ? 1 : 0;
 }
 
+// Pauses Google Benchmark's timer while measure() does its bookkeeping.
+struct benchmark_timer {
+  benchmark::State& state;
+  void pause() { state.PauseTiming(); }
+  void resume() { state.ResumeTiming(); }
+};
+
 // One point: graph `key` (built by `build` the first time), method `m`.
 // `series` is empty for points outside a size series (the zoo).
 void solve_point(benchmark::State& state, const std::string& key, const std::function<remat::graph()>& build,
@@ -228,11 +238,6 @@ void solve_point(benchmark::State& state, const std::string& key, const std::fun
 
   remat::solution s;
   remat::bench::measurement t;
-  struct benchmark_timer {
-    benchmark::State& state;
-    void pause() { state.PauseTiming(); }
-    void resume() { state.ResumeTiming(); }
-  };
   for (auto _ : state) {
     t = remat::bench::measure([&] { s = remat::solve(entry.g, options); },
                               [&](double) { return !s.stats.time_limit_reached; }, how, benchmark_timer{state});
@@ -338,6 +343,39 @@ void register_series(const std::string& suite, const std::string& arg_name, cons
   }
 }
 
+// The whole frontier of one zoo model: its time, its points, and whether it
+// is exact or sampled.
+void register_pareto() {
+  for (const char* model : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "densenet121"}) {
+    const std::string name = std::string("pareto/") + model;
+    benchmark::RegisterBenchmark(name.c_str(), [model](benchmark::State& state) {
+      const remat::graph g = remat::zoo::build(model);
+      remat::pareto_options options;
+      options.order = remat::order_choice::graph;
+      options.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(config.point_seconds * 1000));
+      remat::bench::measure_options how;
+      how.heap_budget = static_cast<std::size_t>(config.heap_gib * (1ull << 30));
+      remat::pareto_result r;
+      remat::bench::measurement t;
+      for (auto _ : state) {
+        t = remat::bench::measure([&] { r = remat::pareto_frontier(g, options); },
+                                  [&](double) { return !r.stats.time_limit_reached; }, how, benchmark_timer{state});
+        if (!t.out_of_memory) state.SetIterationTime(t.cpu_median);
+      }
+      if (t.out_of_memory) return state.SkipWithError("memory: over the heap budget");
+      auto& c = state.counters;
+      c["nodes"] = static_cast<double>(g.size());
+      c["points"] = static_cast<double>(r.points.size());
+      c["optimal"] = r.status == remat::solve_status::optimal ? 1 : 0;
+      c["labels"] = static_cast<double>(r.stats.labels);
+      c["cpu_s"] = t.cpu_median;
+      c["runs"] = static_cast<double>(t.runs);
+      c["heap_bytes"] = static_cast<double>(t.heap_peak);
+      state.SetLabel(std::string(remat::to_string(r.status)) + (r.stats.time_limit_reached ? "; time limit" : ""));
+    })->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  }
+}
+
 void register_suites() {
   register_zoo();
 
@@ -381,6 +419,7 @@ void register_suites() {
                   [](std::int64_t n) { return remat::test::densenet_like(4, static_cast<std::size_t>(n)); });
   register_series("shaped/pspnet-like", "blocks", {100, 150}, exact_only,
                   [](std::int64_t n) { return remat::test::pspnet_like(static_cast<std::size_t>(n)); });
+  register_pareto();
 }
 
 // Takes this program's --remat_* options out of argv; false on a bad one.
