@@ -866,9 +866,12 @@ class dp_engine {
 
   /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
   /// the final state's front. In three dimensions, a label is dropped when a
-  /// plan in `known` beats everything it can still become.
+  /// plan in `known` beats everything it can still become. `known_recompute`:
+  /// the recompute of a plan known to fit the budget (labels that cannot
+  /// beat it are dropped, ties kept).
   std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool two_dimensional,
-                                      const known_points& known = {}) {
+                                      const known_points& known = {},
+                                      double known_recompute = std::numeric_limits<double>::infinity()) {
     two_dimensional_ = two_dimensional;
     labels_capped_ = false;
     // Backward over the kept stages: the largest kept bytes from which each
@@ -935,7 +938,7 @@ class dp_engine {
       }
     }
     const double recompute_bound =
-        kept[final] == unreachable ? std::numeric_limits<double>::infinity() : spent[final];
+        std::min(known_recompute, kept[final] == unreachable ? std::numeric_limits<double>::infinity() : spent[final]);
 
     labels_.clear();
     fronts_.assign(count, {});
@@ -1001,8 +1004,10 @@ class dp_engine {
   known_points frontier_samples(std::uint32_t final, std::uint64_t budget, std::uint64_t samples,
                                 std::vector<frontier_point>& plans, bool& all) {
     known_points out;
-    auto sample = [&](std::uint64_t within) -> std::optional<std::uint64_t> {
-      const std::vector<dp_label> front = labels_within(within, final, true);
+    constexpr double none = std::numeric_limits<double>::infinity();
+    // `fits`: the recompute of a plan known to fit `within`.
+    auto sample = [&](std::uint64_t within, double fits) -> std::optional<std::uint64_t> {
+      const std::vector<dp_label> front = labels_within(within, final, true, {}, fits);
       if (front.empty()) return std::nullopt;
       const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
         return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
@@ -1012,9 +1017,12 @@ class dp_engine {
       return best.peak;
     };
     const std::uint64_t low = least_peak(final);
-    const std::optional<std::uint64_t> high = low <= budget ? sample(budget) : std::nullopt;
-    all = high && sample(low);
-    for (std::uint64_t i = 1; all && i < samples && *high > low; ++i) all = sample(low + (*high - low) / samples * i).has_value();
+    const std::optional<std::uint64_t> high = low <= budget ? sample(budget, none) : std::nullopt;
+    all = high && sample(low, none);
+    // Rising budgets: a plan within the last one fits the next, so its
+    // recompute bounds the next one's labels.
+    for (std::uint64_t i = 1; all && i < samples && *high > low; ++i)
+      all = sample(low + (*high - low) / samples * i, plans.back().recompute).has_value();
     std::sort(out.begin(), out.end());
     known_points staircase;
     for (const auto& point : out)

@@ -101,8 +101,9 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
   // two-dimensional labels hit their cap or the time limit (then the
   // sampling ends: later points would not be optimal for their budgets).
   bool timed_out = false;
-  auto sample = [&](std::uint64_t budget) {
-    const std::vector<dp_label> front = engine.labels_within(budget, *final, true);
+  // `fits`: the recompute of a plan known to fit `budget`.
+  auto sample = [&](std::uint64_t budget, double fits) {
+    const std::vector<dp_label> front = engine.labels_within(budget, *final, true, {}, fits);
     timed_out = engine.stats().time_limit_reached;
     if (front.empty()) {
       const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
@@ -118,10 +119,17 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
     return best.peak;
   };
   if (final) {
+    constexpr double none = std::numeric_limits<double>::infinity();
     const std::uint64_t low = engine.least_peak(*final);
-    sample(low);
-    const std::uint64_t high = sample(options.max_peak);
-    for (std::uint64_t i = 1; i < samples && high > low && !timed_out; ++i) sample(low + (high - low) / samples * i);
+    sample(low, none);
+    const std::uint64_t high = sample(options.max_peak, none);
+    // Rising budgets: a plan within the last one fits the next.
+    double fits = candidates.empty() ? none : candidates.front().recompute;
+    for (std::uint64_t i = 1; i < samples && high > low && !timed_out; ++i) {
+      const std::size_t before = candidates.size();
+      sample(low + (high - low) / samples * i, fits);
+      if (candidates.size() > before) fits = candidates.back().recompute;
+    }
   }
   std::sort(candidates.begin(), candidates.end(), [](const auto& x, const auto& y) {
     return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
