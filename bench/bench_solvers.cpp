@@ -208,6 +208,24 @@ struct benchmark_timer {
   void resume() { state.ResumeTiming(); }
 };
 
+std::chrono::milliseconds point_time_limit() {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(config.point_seconds * 1000));
+}
+
+// Times `run` as measure.hpp says, within the heap budget; `stopped()` says
+// whether the run just measured hit its time limit.
+template <class Run, class Stopped>
+remat::bench::measurement measure_point(benchmark::State& state, Run&& run, Stopped&& stopped) {
+  remat::bench::measure_options how;
+  how.heap_budget = static_cast<std::size_t>(config.heap_gib * (1ull << 30));
+  remat::bench::measurement t;
+  for (auto _ : state) {
+    t = remat::bench::measure(run, [&](double) { return !stopped(); }, how, benchmark_timer{state});
+    if (!t.out_of_memory) state.SetIterationTime(t.cpu_median);
+  }
+  return t;
+}
+
 // One point: graph `key` (built by `build` the first time), method `m`.
 // `series` is empty for points outside a size series (the zoo).
 void solve_point(benchmark::State& state, const std::string& key, const std::function<remat::graph()>& build,
@@ -232,17 +250,11 @@ void solve_point(benchmark::State& state, const std::string& key, const std::fun
   }
   remat::solve_options options;
   options.method = m;
-  options.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(config.point_seconds * 1000));
-  remat::bench::measure_options how;
-  how.heap_budget = static_cast<std::size_t>(config.heap_gib * (1ull << 30));
+  options.time_limit = point_time_limit();
 
   remat::solution s;
-  remat::bench::measurement t;
-  for (auto _ : state) {
-    t = remat::bench::measure([&] { s = remat::solve(entry.g, options); },
-                              [&](double) { return !s.stats.time_limit_reached; }, how, benchmark_timer{state});
-    if (!t.out_of_memory) state.SetIterationTime(t.cpu_median);
-  }
+  const remat::bench::measurement t = measure_point(
+      state, [&] { s = remat::solve(entry.g, options); }, [&] { return s.stats.time_limit_reached; });
   if (t.out_of_memory) {
     char budget[32];
     std::snprintf(budget, sizeof budget, "%.3g GiB", config.heap_gib);
@@ -352,16 +364,10 @@ void register_pareto() {
       const remat::graph g = remat::zoo::build(model);
       remat::pareto_options options;
       options.order = remat::order_choice::graph;
-      options.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(config.point_seconds * 1000));
-      remat::bench::measure_options how;
-      how.heap_budget = static_cast<std::size_t>(config.heap_gib * (1ull << 30));
+      options.time_limit = point_time_limit();
       remat::pareto_result r;
-      remat::bench::measurement t;
-      for (auto _ : state) {
-        t = remat::bench::measure([&] { r = remat::pareto_frontier(g, options); },
-                                  [&](double) { return !r.stats.time_limit_reached; }, how, benchmark_timer{state});
-        if (!t.out_of_memory) state.SetIterationTime(t.cpu_median);
-      }
+      const remat::bench::measurement t = measure_point(
+          state, [&] { r = remat::pareto_frontier(g, options); }, [&] { return r.stats.time_limit_reached; });
       if (t.out_of_memory) return state.SkipWithError("memory: over the heap budget");
       auto& c = state.counters;
       c["nodes"] = static_cast<double>(g.size());

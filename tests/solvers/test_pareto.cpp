@@ -11,42 +11,59 @@
 
 using namespace remat;
 
+namespace {
+
+pareto_options in_graph_order() {
+  pareto_options options;
+  options.order = order_choice::graph;
+  return options;
+}
+
+// The frontier of g in the graph's order with at most `max_labels` labels is
+// sampled: at least `min_points` points from the least peak to the least
+// recompute of `exact` (g's exact frontier), by rising peak and falling
+// recompute, each what its stages simulate to and the least recompute
+// `exact` has within its peak.
+void check_sampled(const graph& g, std::uint64_t max_labels, const pareto_result& exact, std::size_t min_points) {
+  pareto_options capped = in_graph_order();
+  capped.max_labels = max_labels;
+  const pareto_result r = pareto_frontier(g, capped);
+  CHECK(r.status == solve_status::feasible);
+  CHECK(r.message.find("sampled at 24 budgets") != std::string::npos);
+  const std::vector<frontier_point>& sampled = r.points;
+  REQUIRE(sampled.size() >= min_points);
+  CHECK(sampled.front().peak == exact.points.front().peak);
+  CHECK(sampled.back().recompute == doctest::Approx(exact.points.back().recompute).epsilon(1e-12));
+  for (std::size_t i = 0; i < sampled.size(); ++i) {
+    const frontier_point& p = sampled[i];
+    if (i > 0) {
+      CHECK(p.peak > sampled[i - 1].peak);
+      CHECK(p.recompute < sampled[i - 1].recompute);
+    }
+    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
+    CHECK(sim.peak_bytes == p.peak);
+    // the DP and the simulator add the same times in different orders
+    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
+    const auto on_frontier = std::find_if(exact.points.rbegin(), exact.points.rend(),
+                                          [&](const frontier_point& q) { return q.peak <= p.peak; });
+    REQUIRE(on_frontier != exact.points.rend());
+    CHECK(on_frontier->recompute == doctest::Approx(p.recompute).epsilon(1e-12));
+  }
+}
+
+}  // namespace
+
 TEST_SUITE("pareto") {
 
 TEST_CASE("past the label cap the frontier is sampled: never empty, never called optimal, every point optimal for its budget") {
   // In the graph's order: a frontier merged from two orders keeps each sampled
   // point optimal for its budget among the plans of its own order only.
   const graph g = zoo::build("resnet18");
-  pareto_options graph_order;
-  graph_order.order = order_choice::graph;
-  const pareto_result exact = pareto_frontier(g, graph_order);
+  const pareto_result exact = pareto_frontier(g, in_graph_order());
   REQUIRE(exact.status == solve_status::optimal);
   REQUIRE(exact.points.size() > 3);
 
-  pareto_options capped = graph_order;
-  capped.max_labels = 64;
-  const pareto_result sampled = pareto_frontier(g, capped);
-  CHECK(sampled.status == solve_status::feasible);
-  CHECK(sampled.message.find("sampled") != std::string::npos);
-  REQUIRE(sampled.points.size() >= 2);
-  CHECK(sampled.points.front().peak == exact.points.front().peak);
-  CHECK(sampled.points.back().recompute == doctest::Approx(exact.points.back().recompute).epsilon(1e-12));
-  for (std::size_t i = 0; i < sampled.points.size(); ++i) {
-    const frontier_point& p = sampled.points[i];
-    if (i > 0) {
-      CHECK(p.peak > sampled.points[i - 1].peak);
-      CHECK(p.recompute < sampled.points[i - 1].recompute);
-    }
-    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
-    CHECK(sim.peak_bytes == p.peak);
-    // the DP and the simulator add the same times in different orders
-    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
-    // On the exact frontier: the least recompute of any plan within this peak.
-    double least = -1;
-    for (const frontier_point& e : exact.points)
-      if (e.peak <= p.peak) least = e.recompute;
-    CHECK(least == doctest::Approx(p.recompute).epsilon(1e-12));
-  }
+  check_sampled(g, 64, exact, 2);
 }
 
 TEST_CASE("in both orders the frontier merges the two: each point is its order's plan, and neither frontier beats it") {
@@ -85,8 +102,7 @@ TEST_CASE("the time limit holds in the label phase: the frontier stops with the 
   // Inception v3's prefix-family labels take seconds (17 s in the CLI); within
   // 50 ms only the stages and the least peak are done.
   const graph g = zoo::build("inception-v3");
-  pareto_options quick;
-  quick.order = order_choice::graph;
+  pareto_options quick = in_graph_order();
   quick.time_limit = std::chrono::milliseconds(50);
   const pareto_result r = pareto_frontier(g, quick);
   CHECK(r.status == solve_status::feasible);
@@ -107,9 +123,7 @@ TEST_CASE("a deep network's frontier is exact, the least recompute at each budge
   // are pruned by plans sampled along the frontier first; an optimum found
   // on its own at any budget must still be one of its points.
   const graph g = zoo::build("resnet50");
-  pareto_options graph_order;
-  graph_order.order = order_choice::graph;
-  const pareto_result r = pareto_frontier(g, graph_order);
+  const pareto_result r = pareto_frontier(g, in_graph_order());
   REQUIRE(r.status == solve_status::optimal);
   REQUIRE(r.points.size() > 500);
   const std::uint64_t low = r.points.front().peak, high = r.points.back().peak;
@@ -134,23 +148,7 @@ TEST_CASE("a deep network's frontier is exact, the least recompute at each budge
   // A cap the two-dimensional samples fit under and the three-dimensional
   // labels do not (10⁵ here): the samples taken to prune the labels are the
   // frontier shown, each the least recompute within its peak.
-  pareto_options capped = graph_order;
-  capped.max_labels = 100000;
-  const pareto_result sampled = pareto_frontier(g, capped);
-  CHECK(sampled.status == solve_status::feasible);
-  CHECK(sampled.message.find("sampled at 24 budgets") != std::string::npos);
-  REQUIRE(sampled.points.size() >= 10);
-  CHECK(sampled.points.front().peak == low);
-  CHECK(sampled.points.back().recompute == doctest::Approx(r.points.back().recompute).epsilon(1e-12));
-  for (const frontier_point& p : sampled.points) {
-    const auto on_frontier = std::find_if(r.points.rbegin(), r.points.rend(),
-                                          [&](const frontier_point& q) { return q.peak <= p.peak; });
-    REQUIRE(on_frontier != r.points.rend());
-    CHECK(on_frontier->recompute == doctest::Approx(p.recompute).epsilon(1e-12));
-    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
-    CHECK(sim.peak_bytes == p.peak);
-    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
-  }
+  check_sampled(g, 100000, r, 10);
 }
 
 }  // TEST_SUITE
