@@ -818,13 +818,19 @@ class dp_engine {
   /// rising with the rest's part, so the least part of each state composes
   /// from the least parts of its successors (stage costs do not depend on what
   /// was kept, only on how much).
-  std::uint64_t least_peak(std::uint32_t final) const {
+  std::uint64_t least_peak(std::uint32_t final) const { return least_rests(final, unreachable)[0]; }
+
+  /// Per state, the least r over chains of stages within `budget` from it to
+  /// `final` (unreachable if none): such a chain run from a state holding K
+  /// kept bytes peaks at K + r.
+  std::vector<std::uint64_t> least_rests(std::uint32_t final, std::uint64_t budget) const {
     std::vector<std::uint64_t> rest(states_.size(), unreachable);
     rest[final] = 0;
     // a stage's target is expanded after its source, so its stages come later
     for (auto t = transitions_.rbegin(); t != transitions_.rend(); ++t)
-      if (rest[t->to] != unreachable) rest[t->from] = std::min(rest[t->from], std::max(t->peak, t->kept_added + rest[t->to]));
-    return rest[0];
+      if (rest[t->to] != unreachable && t->peak <= budget)
+        rest[t->from] = std::min(rest[t->from], std::max(t->peak, t->kept_added + rest[t->to]));
+    return rest;
   }
 
   /// The states of a least-kept-bytes chain within `budget` (empty if none).
@@ -911,20 +917,12 @@ class dp_engine {
     }
     std::vector<double> flat_best(count, std::numeric_limits<double>::infinity());
     // Three dimensions: from a state holding K kept bytes, every way to finish
-    // peaks at K + r or more (r as in least_peak), so a label's peak may be
-    // raised to K + least_rest without changing what any completion of it
-    // peaks at. Labels below that line then differ only in kept bytes and
-    // recompute, and dominate each other far more often.
-    std::vector<std::uint64_t> least_rest;
-    if (!two_dimensional) {
-      least_rest.assign(count, unreachable);
-      least_rest[final] = 0;
-      for (std::size_t k = transitions_.size(); k-- > 0;) {
-        const transition& t = transitions_[k];
-        if (least_rest[t.to] == unreachable || t.peak > budget) continue;
-        least_rest[t.from] = std::min(least_rest[t.from], std::max(t.peak, t.kept_added + least_rest[t.to]));
-      }
-    }
+    // peaks at K + least_rest or more, so a label's peak may be raised to
+    // that without changing what any completion of it peaks at. Labels below
+    // that line then differ only in kept bytes and recompute, and dominate
+    // each other far more often.
+    const std::vector<std::uint64_t> least_rest =
+        two_dimensional ? std::vector<std::uint64_t>{} : least_rests(final, budget);
     // Any complete plan bounds the recompute: follow the least-kept stages.
     std::vector<std::uint64_t> kept(count, unreachable);
     std::vector<double> spent(count, 0);
