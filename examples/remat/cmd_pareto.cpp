@@ -37,8 +37,9 @@ void add_pareto_command(CLI::App& app) {
     const pareto_result r = pareto_frontier(g, po);
     const double plain = regular.forward_time + regular.backward_time;
     if (!opt->csv.empty()) {
-      std::string csv = "peak_bytes,recompute_seconds,overhead\n";
-      for (const auto& p : r.points) csv += fmt::format("{},{},{}\n", p.peak, p.recompute, p.recompute / plain);
+      std::string csv = "peak_bytes,recompute_seconds,overhead,least_recompute\n";
+      for (const auto& p : r.points)
+        csv += fmt::format("{},{},{},{}\n", p.peak, p.recompute, p.recompute / plain, p.least_recompute);
       write_file(opt->csv, csv);
     }
     if (!opt->svg_out.empty()) {
@@ -58,7 +59,8 @@ void add_pareto_command(CLI::App& app) {
       doc["message"] = r.message;
       doc["regular_peak"] = regular.peak_bytes;
       doc["points"] = nlohmann::json::array();
-      for (const auto& p : r.points) doc["points"].push_back({{"peak", p.peak}, {"recompute", p.recompute}});
+      for (const auto& p : r.points)
+        doc["points"].push_back({{"peak", p.peak}, {"recompute", p.recompute}, {"least_recompute", p.least_recompute}});
       fmt::print("{}\n", doc.dump(2));
       return;
     }
@@ -66,7 +68,8 @@ void add_pareto_command(CLI::App& app) {
                r.stats.seconds);
     fmt::print("{:>14}  {:>12}  {:>9}\n", "peak", "recompute s", "overhead");
     for (const auto& p : r.points)
-      fmt::print("{:>14}  {:>12.6g}  {:>8.1f}%\n", format_bytes(p.peak), p.recompute, 100.0 * p.recompute / plain);
+      fmt::print("{:>14}  {:>12.6g}  {:>8.1f}%{}\n", format_bytes(p.peak), p.recompute, 100.0 * p.recompute / plain,
+                 p.least_recompute ? "" : "  (least-kept plan; recompute not minimised)");
     fmt::print("regular training: {}, no recompute\n", format_bytes(regular.peak_bytes));
   });
 }

@@ -100,6 +100,10 @@ struct frontier_point {
   double recompute = 0;
   std::vector<std::uint32_t> stage_of;
   std::vector<node_id> order;
+  /// False for a sampled point whose budget's labels outgrew their cap or the
+  /// time limit: a least-kept plan within the budget, its recompute not the
+  /// least (pareto.hpp).
+  bool least_recompute = true;
 };
 
 /// How many budgets a frontier is sampled at, from the least peak to the peak
@@ -112,13 +116,24 @@ struct dp_result {
   bool complete = false;                 ///< the family was fully explored
   bool labels_capped = false;            ///< the label phase stopped at max_labels or the time limit (no frontier)
   /// When options.keep_frontier: the least recompute at evenly spaced budgets
-  /// (frontier_samples), each point optimal for its budget; what a caller
+  /// (sample_frontier), each point optimal for its budget; what a caller
   /// can show when the labels are capped. Unsorted, may repeat a point.
   std::vector<frontier_point> sampled;
   bool sampled_all = false;  ///< every budget got its plan (the two-dimensional labels fit)
 };
 
 namespace detail {
+
+/// (peak, recompute) of complete plans, by rising peak and falling recompute.
+using known_points = std::vector<std::pair<std::uint64_t, double>>;
+
+/// Plans sampled along a frontier (dp_engine::sample_frontier).
+struct frontier_sampling {
+  std::vector<frontier_point> plans;  ///< in the order sampled
+  known_points staircase;             ///< their figures, by rising peak and falling recompute
+  bool all = false;                   ///< every budget got its least-recompute plan
+  bool timed_out = false;             ///< the time limit ended the sampling
+};
 
 /// Recompute times summed in different orders differ in their last bits; a
 /// frontier point must save more than that over the point before it.
@@ -867,9 +882,6 @@ class dp_engine {
     return {peak, recompute};
   }
 
-  /// (peak, recompute) of complete plans, by rising peak and falling recompute.
-  using known_points = std::vector<std::pair<std::uint64_t, double>>;
-
   /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
   /// the final state's front. In three dimensions, a label is dropped when a
   /// plan in `known` beats everything it can still become. `known_recompute`:
@@ -996,36 +1008,53 @@ class dp_engine {
 
   /// Complete plans along the frontier within `budget`, cheaply: the least
   /// recompute (two-dimensional labels) at `samples` budgets from the least
-  /// peak up to the peak of the least-recompute plan, into `plans`, and their
-  /// figures as a staircase. Fewer if the labels hit their cap or the time
-  /// limit; `all` says whether every budget got its plan.
-  known_points frontier_samples(std::uint32_t final, std::uint64_t budget, std::uint64_t samples,
-                                std::vector<frontier_point>& plans, bool& all) {
-    known_points out;
+  /// peak up to the peak of the least-recompute plan. Where a budget's labels
+  /// outgrow their cap or the time limit, `stand_in` decides: take a
+  /// least-kept plan within it, marked as not proven least recompute, and go
+  /// on (unless the time is up), or end the sampling there.
+  frontier_sampling sample_frontier(std::uint32_t final, std::uint64_t budget, std::uint64_t samples, bool stand_in) {
+    frontier_sampling out;
     constexpr double none = std::numeric_limits<double>::infinity();
-    // `fits`: the recompute of a plan known to fit `within`.
-    auto sample = [&](std::uint64_t within, double fits) -> std::optional<std::uint64_t> {
+    // Adds the plan for `within` (`fits`: the recompute of a plan known to fit
+    // it); false when the sampling ends.
+    auto sample = [&](std::uint64_t within, double fits) {
       const std::vector<dp_label> front = labels_within(within, final, true, {}, fits);
-      if (front.empty()) return std::nullopt;
-      const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
-        return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
-      });
-      out.emplace_back(best.peak, best.recompute);
-      plans.push_back({best.peak, best.recompute, stages_of(best), {}});
-      return best.peak;
+      out.timed_out = stats_.time_limit_reached;
+      if (!front.empty()) {
+        const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
+          return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
+        });
+        out.plans.push_back({best.peak, best.recompute, stages_of(best), {}});
+        return true;
+      }
+      out.all = false;
+      if (!stand_in) return false;
+      const std::vector<std::uint32_t> chain = least_kept_path(within, final);
+      if (chain.empty()) return false;
+      const auto [peak, recompute] = chain_figures(chain);
+      out.plans.push_back({peak, recompute, stages_of_chain(chain), {}, false});
+      return !out.timed_out;
     };
     const std::uint64_t low = least_peak(final);
-    const std::optional<std::uint64_t> high = low <= budget ? sample(budget, none) : std::nullopt;
-    all = high && sample(low, none);
-    // Rising budgets: a plan within the last one fits the next, so its
-    // recompute bounds the next one's labels.
-    for (std::uint64_t i = 1; all && i < samples && *high > low; ++i)
-      all = sample(low + (*high - low) / samples * i, plans.back().recompute).has_value();
-    std::sort(out.begin(), out.end());
-    known_points staircase;
-    for (const auto& point : out)
-      if (staircase.empty() || point.second < staircase.back().second) staircase.push_back(point);
-    return staircase;
+    out.all = low <= budget;
+    if (out.all && sample(low, none)) {
+      double fits = out.plans.back().recompute;  // the least-peak plan fits every budget above it
+      if (sample(budget, none)) {
+        const std::uint64_t high = out.plans.back().peak;
+        // Rising budgets: a plan within the last one fits the next, so its
+        // recompute bounds the next one's labels.
+        for (std::uint64_t i = 1; i < samples && high > low; ++i) {
+          if (!sample(low + (high - low) / samples * i, fits)) break;
+          fits = out.plans.back().recompute;
+        }
+      }
+    }
+    known_points figures;
+    for (const frontier_point& p : out.plans) figures.emplace_back(p.peak, p.recompute);
+    std::sort(figures.begin(), figures.end());
+    for (const auto& point : figures)
+      if (out.staircase.empty() || point.second < out.staircase.back().second) out.staircase.push_back(point);
+    return out;
   }
 
   /// The stage assignment a label was reached by.
@@ -1635,10 +1664,12 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
                                                                 : "approx";
   const bool frontier = options.keep_frontier;
   std::vector<detail::dp_label> front;
-  if (frontier)
-    front = engine.labels_within(options.budget, *final, false,
-                                 engine.frontier_samples(*final, options.budget, frontier_sample_count, out.sampled,
-                                                         out.sampled_all));
+  if (frontier) {
+    detail::frontier_sampling samples = engine.sample_frontier(*final, options.budget, frontier_sample_count, false);
+    out.sampled = std::move(samples.plans);
+    out.sampled_all = samples.all;
+    front = engine.labels_within(options.budget, *final, false, samples.staircase);
+  }
   else if (!(options.peak_only && options.goal == objective::memory))
     front = engine.labels_within(budget, *final, true);
   if (front.empty()) {

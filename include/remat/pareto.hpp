@@ -30,7 +30,8 @@ struct pareto_options {
   std::chrono::milliseconds time_limit{0};
   bool preserve_gradient_order = true;
   /// Past this many (kept, peak, recompute) labels the frontier is sampled
-  /// per budget instead (see `detail::sampled_frontier`).
+  /// per budget instead (see `detail::sampled_frontier`; each budget's
+  /// two-dimensional labels have dp_options' default cap).
   std::uint64_t max_labels = std::uint64_t{1} << 23;
   /// The execution orders the plans run in; `best`: both, each with half the
   /// time; `automatic`: both past `max_lower_sets`, the graph's order within it.
@@ -49,15 +50,19 @@ namespace detail {
 
 // What a sampled frontier says of itself. `small`: over all lower-set chains
 // (else the prefix family); `complete`: every stage was enumerated;
-// `timed_out`: the time limit ended the sampling.
-inline std::string sampled_message(bool small, bool complete, bool timed_out) {
+// `timed_out`: the time limit ended the sampling; `stand_ins`: the points that
+// are least-kept plans, their budgets' labels past the cap or the time limit.
+inline std::string sampled_message(bool small, bool complete, bool timed_out, std::size_t stand_ins) {
   std::string message = std::string(small ? "all lower-set chains" : "the prefix family") +
                         ": too many Pareto labels for the exact frontier; sampled at " +
-                        std::to_string(frontier_sample_count) +
-                        " budgets, each point optimal for its budget, points between them may be missing";
+                        std::to_string(frontier_sample_count) + " budgets, each point optimal for its budget";
+  if (stand_ins > 0)
+    message += " except " + std::to_string(stand_ins) +
+               " least-kept plans within theirs (marked; their recompute is not the least: the labels for those "
+               "budgets outgrew the cap or the time limit)";
+  message += ", points between them may be missing";
   if (!complete) message += "; stopped by a cap or the time limit, so the samples are over the stages found";
-  if (timed_out)
-    message += "; the time limit ended the sampling, and the last sample is a least-kept plan within its budget";
+  if (timed_out) message += "; the time limit ended the sampling";
   return message;
 }
 
@@ -82,10 +87,10 @@ inline std::vector<frontier_point> merge_frontiers(std::vector<frontier_point> f
 /// sampled instead, on the same stages: enumerated once within
 /// `options.max_peak`, then the least peak (one backward pass) and the least
 /// recompute (two-dimensional labels, far fewer) at evenly spaced budgets up
-/// to the peak of the least-recompute plan. Each point is optimal for its
-/// budget, but points between the samples may be missing: status `feasible`.
+/// to the peak of the least-recompute plan (dp_engine::sample_frontier). Each
+/// point is optimal for its budget unless marked, but points between the
+/// samples may be missing: status `feasible`.
 inline pareto_result sampled_frontier(const graph& g, dp_family family, const pareto_options& options, bool small) {
-  constexpr std::uint64_t samples = frontier_sample_count;
   pareto_result out;
   out.family = family;
   dp_options stage_options;
@@ -96,55 +101,16 @@ inline pareto_result sampled_frontier(const graph& g, dp_family family, const pa
   dp_engine engine(g, stage_options);
   const bool complete = engine.enumerate(family, options.max_peak);
   const std::optional<std::uint32_t> final = engine.final_state();
-  std::vector<frontier_point> candidates;
-  // The least recompute within `budget`, or a least-kept plan if even the
-  // two-dimensional labels hit their cap or the time limit (then the
-  // sampling ends: later points would not be optimal for their budgets).
-  bool timed_out = false;
-  // `fits`: the recompute of a plan known to fit `budget`.
-  auto sample = [&](std::uint64_t budget, double fits) {
-    const std::vector<dp_label> front = engine.labels_within(budget, *final, true, {}, fits);
-    timed_out = engine.stats().time_limit_reached;
-    if (front.empty()) {
-      const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
-      if (chain.empty()) return std::uint64_t{0};
-      const auto [peak, recompute] = engine.chain_figures(chain);
-      candidates.push_back({peak, recompute, engine.stages_of_chain(chain), {}});
-      return peak;
-    }
-    const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
-      return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
-    });
-    candidates.push_back({best.peak, best.recompute, engine.stages_of(best), {}});
-    return best.peak;
-  };
-  if (final) {
-    constexpr double none = std::numeric_limits<double>::infinity();
-    const std::uint64_t low = engine.least_peak(*final);
-    sample(low, none);
-    const std::uint64_t high = sample(options.max_peak, none);
-    // Rising budgets: a plan within the last one fits the next.
-    double fits = candidates.empty() ? none : candidates.front().recompute;
-    for (std::uint64_t i = 1; i < samples && high > low && !timed_out; ++i) {
-      const std::size_t before = candidates.size();
-      sample(low + (high - low) / samples * i, fits);
-      if (candidates.size() > before) fits = candidates.back().recompute;
-    }
-  }
-  std::sort(candidates.begin(), candidates.end(), [](const auto& x, const auto& y) {
-    return x.peak != y.peak ? x.peak < y.peak : x.recompute < y.recompute;
-  });
-  double best_recompute = std::numeric_limits<double>::infinity();
-  for (frontier_point& p : candidates)
-    if (detail::saves_recompute(p.recompute, best_recompute)) {
-      best_recompute = p.recompute;
-      out.points.push_back(std::move(p));
-    }
+  frontier_sampling samples;
+  if (final) samples = engine.sample_frontier(*final, options.max_peak, frontier_sample_count, true);
+  out.points = merge_frontiers(std::move(samples.plans), {});
   out.stats = engine.stats();
   out.status = !out.points.empty() ? solve_status::feasible
                : complete          ? solve_status::infeasible
                                    : solve_status::stopped;
-  out.message = sampled_message(small, complete, timed_out);
+  const auto stand_ins = static_cast<std::size_t>(
+      std::count_if(out.points.begin(), out.points.end(), [](const frontier_point& p) { return !p.least_recompute; }));
+  out.message = sampled_message(small, complete, samples.timed_out, stand_ins);
   return out;
 }
 
@@ -186,7 +152,7 @@ inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& 
     out.points = merge_frontiers(std::move(r.sampled), {});
     out.stats = r.result.stats;
     out.status = solve_status::feasible;
-    out.message = sampled_message(small, r.complete, false);
+    out.message = sampled_message(small, r.complete, false, 0);
     return out;
   }
   if (r.labels_capped && r.result.status != solve_status::infeasible) {

@@ -136,9 +136,11 @@ with tempfile.TemporaryDirectory() as tmp:
     check("pareto: exact frontier, peaks rising and recompute falling",
           front.get("status") == "optimal" and len(pts) > 3 and
           all(a["peak"] < b["peak"] and a["recompute"] > b["recompute"] for a, b in zip(pts, pts[1:])) and
-          pts[0]["peak"] == exact.get("peak"), r.stdout[:500] + r.stderr)
-    check("pareto writes CSV and SVG", (tmp / "f.csv").exists() and (tmp / "f.svg").read_text().startswith("<svg"),
-          "")
+          all(p["least_recompute"] for p in pts) and pts[0]["peak"] == exact.get("peak"), r.stdout[:500] + r.stderr)
+    csv_lines = (tmp / "f.csv").read_text().splitlines() if (tmp / "f.csv").exists() else []
+    check("pareto writes CSV and SVG",
+          csv_lines[:1] == ["peak_bytes,recompute_seconds,overhead,least_recompute"] and len(csv_lines) == len(pts) + 1 and
+          (tmp / "f.svg").read_text().startswith("<svg"), "\n".join(csv_lines[:3]))
     if shutil.which("rsvg-convert"):
         r = subprocess.run(["rsvg-convert", str(tmp / "f.svg"), "-o", str(tmp / "f.png")], capture_output=True, text=True)
         check("the frontier SVG renders", r.returncode == 0 and (tmp / "f.png").stat().st_size > 1000, r.stderr)

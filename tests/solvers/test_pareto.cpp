@@ -19,6 +19,19 @@ pareto_options in_graph_order() {
   return options;
 }
 
+// Checks that p's stages simulate to its figures, and returns the least
+// recompute of `exact` (g's exact frontier) within p's peak.
+double least_recompute_within(const graph& g, const frontier_point& p, const pareto_result& exact) {
+  const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
+  CHECK(sim.peak_bytes == p.peak);
+  // the DP and the simulator add the same times in different orders
+  CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
+  const auto on_frontier = std::find_if(exact.points.rbegin(), exact.points.rend(),
+                                        [&](const frontier_point& q) { return q.peak <= p.peak; });
+  REQUIRE(on_frontier != exact.points.rend());
+  return on_frontier->recompute;
+}
+
 // The frontier of g in the graph's order with at most `max_labels` labels is
 // sampled: at least `min_points` points from the least peak to the least
 // recompute of `exact` (g's exact frontier), by rising peak and falling
@@ -40,14 +53,7 @@ void check_sampled(const graph& g, std::uint64_t max_labels, const pareto_result
       CHECK(p.peak > sampled[i - 1].peak);
       CHECK(p.recompute < sampled[i - 1].recompute);
     }
-    const simulation sim = simulate(g, schedule_from_stages(g, p.stage_of));
-    CHECK(sim.peak_bytes == p.peak);
-    // the DP and the simulator add the same times in different orders
-    CHECK(sim.recompute_time == doctest::Approx(p.recompute).epsilon(1e-12));
-    const auto on_frontier = std::find_if(exact.points.rbegin(), exact.points.rend(),
-                                          [&](const frontier_point& q) { return q.peak <= p.peak; });
-    REQUIRE(on_frontier != exact.points.rend());
-    CHECK(on_frontier->recompute == doctest::Approx(p.recompute).epsilon(1e-12));
+    CHECK(least_recompute_within(g, p, exact) == doctest::Approx(p.recompute).epsilon(1e-12));
   }
 }
 
@@ -64,6 +70,53 @@ TEST_CASE("past the label cap the frontier is sampled: never empty, never called
   REQUIRE(exact.points.size() > 3);
 
   check_sampled(g, 64, exact, 2);
+}
+
+TEST_CASE("a sample whose labels outgrow the cap gets a least-kept plan within its budget, marked, and said") {
+  const graph g = zoo::build("resnet18");
+  const pareto_result exact = pareto_frontier(g, in_graph_order());
+  REQUIRE(exact.status == solve_status::optimal);
+  // Every budget's labels number about the same on ResNet-18: raise the cap
+  // in small steps until some budgets fit under it and others do not.
+  auto sample = [&](std::uint64_t max_labels, bool stand_in) {
+    dp_options capped;
+    capped.goal = objective::time;
+    capped.max_labels = max_labels;
+    detail::dp_engine engine(g, capped);
+    engine.enumerate(dp_family::exact, capped.budget);
+    return engine.sample_frontier(*engine.final_state(), capped.budget, frontier_sample_count, stand_in);
+  };
+  auto mixed = [](const detail::frontier_sampling& s) {
+    return std::any_of(s.plans.begin(), s.plans.end(), [](const frontier_point& p) { return p.least_recompute; }) &&
+           std::any_of(s.plans.begin(), s.plans.end(), [](const frontier_point& p) { return !p.least_recompute; });
+  };
+  std::uint64_t cap = 64;
+  detail::frontier_sampling with = sample(cap, true);
+  while (!with.all && !mixed(with)) with = sample(cap += cap / 32 + 1, true);
+  CAPTURE(cap);
+  REQUIRE(mixed(with));
+  const detail::frontier_sampling without = sample(cap, false);
+  CHECK_FALSE(with.all);
+  CHECK_FALSE(without.all);
+  std::size_t stand_ins = 0;
+  for (const frontier_point& p : with.plans) {
+    const double least = least_recompute_within(g, p, exact);
+    if (p.least_recompute) {
+      CHECK(least == doctest::Approx(p.recompute).epsilon(1e-12));
+    } else {
+      ++stand_ins;
+      CHECK(p.recompute >= least * (1 - 1e-12));
+    }
+  }
+  MESSAGE("cap " << cap << ": " << with.plans.size() << " samples, " << stand_ins << " of them least-kept plans");
+  // Without stand-ins the sampling ends at the first budget whose labels do
+  // not fit: what it has is a prefix of the samples, each the least recompute.
+  REQUIRE(without.plans.size() < with.plans.size());
+  for (std::size_t i = 0; i < without.plans.size(); ++i) {
+    CHECK(without.plans[i].least_recompute);
+    CHECK(without.plans[i].peak == with.plans[i].peak);
+  }
+  CHECK(detail::sampled_message(true, true, false, 2).find("except 2 least-kept plans") != std::string::npos);
 }
 
 TEST_CASE("in both orders the frontier merges the two: each point is its order's plan, and neither frontier beats it") {
