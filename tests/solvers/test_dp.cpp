@@ -95,6 +95,49 @@ TEST_CASE("... and so does it without the gradient-order constraint" * doctest::
   check_against_oracle(false);
 }
 
+TEST_CASE("with fractional times and bytes of real networks' size, the optimum and the frontier are the brute force's, "
+          "up to the last bits of summed times") {
+  // Plans that recompute the same nodes sum their times in different orders;
+  // the frontier keeps one of such a pair (detail::saves_recompute), and so
+  // must the brute force it is compared with.
+  auto same = [](double a, double b) { return a == doctest::Approx(b).epsilon(1e-12); };
+  std::size_t checked = 0;
+  for (std::uint64_t seed = 1; checked < 600; ++seed) {
+    const graph g = test::with_real_costs(test::random_dag(4 + seed % 10, seed, 2 + seed % 3, 1 + seed % 3), seed);
+    const precedence order = gradient_order_constraints(g);
+    const auto plans = test::all_chain_plans(g, 3000, &order);
+    if (!plans) continue;
+    ++checked;
+    CAPTURE(seed);
+    std::vector<test::oracle_point> sorted = *plans;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.peak != b.peak ? a.peak < b.peak : a.recompute < b.recompute;
+    });
+    std::vector<test::oracle_point> frontier;
+    for (const test::oracle_point& p : sorted)
+      if (frontier.empty() || detail::saves_recompute(p.recompute, frontier.back().recompute)) frontier.push_back(p);
+
+    const dp_result exact = solve_dp(g, dp_family::exact);
+    CHECK(exact.result.claimed_peak == frontier.front().peak);
+    CHECK(same(exact.result.claimed_recompute, frontier.front().recompute));
+    CHECK(exact.result.figures.peak_bytes == exact.result.claimed_peak);
+    dp_options all;
+    all.keep_frontier = true;
+    const dp_result pareto = solve_dp(g, dp_family::exact, all);
+    REQUIRE(pareto.frontier.size() == frontier.size());
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+      CHECK(pareto.frontier[i].peak == frontier[i].peak);
+      CHECK(same(pareto.frontier[i].recompute, frontier[i].recompute));
+      dp_options time;
+      time.goal = objective::time;
+      time.budget = i + 1 < frontier.size() ? (frontier[i].peak + frontier[i + 1].peak) / 2 : frontier[i].peak;
+      const dp_result t = solve_dp(g, dp_family::exact, time);
+      CHECK(same(t.result.claimed_recompute, test::best_time(*plans, time.budget)->recompute));
+      CHECK(t.result.figures.peak_bytes <= time.budget);
+    }
+  }
+}
+
 TEST_CASE("stage plans run the backwards of a value's consumers in regular training's order") {
   for (std::uint64_t seed = 1; seed <= 300; ++seed) {
     const graph g = test::random_dag(6 + seed % 14, seed, 3 + seed % 4, 3);

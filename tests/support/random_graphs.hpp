@@ -55,6 +55,26 @@ inline graph random_dag(std::size_t n, std::uint64_t seed, std::size_t window = 
   return std::move(b).build();
 }
 
+// g with costs of a real network's kind: bytes scaled to hundreds of
+// megabytes by odd factors, times by random fractions, so that sums of times
+// round and the DP and the simulator may differ in their last bits.
+inline graph with_real_costs(const graph& g, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  graph_builder b(g.name() + "-real");
+  for (node_id v = 0; v < g.size(); ++v) {
+    node_spec s;
+    s.name = g.node_name(v);
+    s.op = g.op(v);
+    s.bytes = g.bytes(v) * (1 + rng() % 3) * 1000003;
+    s.params = g.params(v) * 999983;
+    s.time = g.time(v) * (0.1 + static_cast<double>(rng() % 1000) / 997.0);
+    s.reads = g.reads(v);
+    s.inputs.assign(g.inputs(v).begin(), g.inputs(v).end());
+    b.add(std::move(s));
+  }
+  return std::move(b).build();
+}
+
 // A random monotone stage assignment: walk ids in order, bump the stage with
 // probability 1/3, and never place a node before its operands.
 inline std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64& rng) {
