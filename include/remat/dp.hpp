@@ -1640,6 +1640,10 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   if (!final) {
     sol.status = out.complete ? solve_status::infeasible : solve_status::stopped;
     sol.stats = engine.stats();
+    // What is infeasible is the family's plans: a kept-set plan may still fit.
+    const std::string none = family == dp_family::exact    ? "no stage plan"
+                             : family == dp_family::prefix ? "no plan of id-interval stages"
+                                                           : "no plan of principal lower sets";
     if (out.complete && options.goal == objective::time &&
         options.budget != std::numeric_limits<std::uint64_t>::max()) {
       dp_options loose = options;
@@ -1647,13 +1651,13 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
       loose.budget = std::numeric_limits<std::uint64_t>::max();
       const dp_result least = solve_dp(g, family, loose);
       sol.smallest_feasible_budget = least.result.claimed_peak;
-      sol.message = "no plan peaks within the budget; the smallest feasible budget is " +
+      sol.message = none + " peaks within the budget; the smallest feasible budget for one is " +
                     format_bytes(least.result.claimed_peak) + " (" + std::to_string(least.result.claimed_peak) +
                     " bytes)";
     } else if (!out.complete) {
       sol.message = "stopped by a cap or the time limit before any complete plan was found";
     } else {
-      sol.message = "no plan peaks within the budget";
+      sol.message = none + " peaks within the budget";
     }
     return out;
   }
