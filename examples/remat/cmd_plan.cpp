@@ -20,6 +20,9 @@ std::string search_summary(const std::string& method_name, const solve_stats& st
   if (method_name == "ogc-exact")
     return fmt::format("{:.3f} s, {} sweeps, {} sweep states, {} labels", stats.seconds, stats.transitions,
                        stats.lower_sets, stats.labels);
+  if (method_name == "kept-search")
+    return fmt::format("{:.3f} s, {} plans simulated, {} toggles taken", stats.seconds, stats.transitions,
+                       stats.lower_sets);
   if (method_name == "mincut")
     return fmt::format("{:.3f} s, {} plans simulated, {} minimum cuts", stats.seconds, stats.lower_sets,
                        stats.transitions);
@@ -56,8 +59,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--budget", opt->budget, "peak byte budget for --objective time, e.g. 3GiB, 1.5GB, 4096");
   cmd->add_option("--order", opt->order,
                   "execution order of the plan: graph (as the file numbers the nodes) | consumers-first (a value's "
-                  "readers right after it) | best (exact tries both; other methods run in the graph's order) | auto "
-                  "(best past --max-lower-sets, else graph)")
+                  "readers right after it) | best (exact and kept-search try both; other methods run in the graph's "
+                  "order) | auto (exact: best past --max-lower-sets, else graph; kept-search: both)")
       ->check(CLI::IsMember({"graph", "consumers-first", "best", "auto"}))
       ->capture_default_str();
   cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(CLI::PositiveNumber)->capture_default_str();

@@ -13,6 +13,7 @@
 /// | `mincut`   | stages cut at minimum-kept boundaries (cut_plans.hpp) | none; the per-op floor as bound |
 /// | `ogc`      | kept sets | Feng & Huang's division search for their objective (ogc.hpp) |
 /// | `ogc-exact`| kept sets | Feng & Huang's objective, optimal over all kept sets (segment_dp.hpp) |
+/// | `kept-search` | kept sets | none: a local search for the least peak (or recompute within the budget) from `ogc-exact`'s kept set (kept_search.hpp); can go below `exact`'s stage optimum |
 /// | `sqrt`, `every-k`, `none` | baselines | none; `none` is regular training |
 ///
 /// `ogc` and `ogc-exact` optimise Feng & Huang's model (kept bytes + the
@@ -34,6 +35,7 @@
 #include "cut_plans.hpp"
 #include "dp.hpp"
 #include "execution_order.hpp"
+#include "kept_search.hpp"
 #include "lower_sets.hpp"
 #include "ogc.hpp"
 #include "segment_dp.hpp"
@@ -43,12 +45,12 @@
 
 namespace remat {
 
-enum class method { exact, dp, chain, approx, mincut, ogc, ogc_exact, sqrt, every_k, none };
+enum class method { exact, dp, chain, approx, mincut, ogc, ogc_exact, kept_search, sqrt, every_k, none };
 
 /// Every method, in the order the CLI lists them.
-inline constexpr method all_methods[] = {method::exact,  method::dp,  method::chain,     method::approx,
-                                         method::mincut, method::ogc, method::ogc_exact, method::sqrt,
-                                         method::every_k, method::none};
+inline constexpr method all_methods[] = {method::exact,     method::dp,          method::chain,  method::approx,
+                                         method::mincut,    method::ogc,         method::ogc_exact,
+                                         method::kept_search, method::sqrt,      method::every_k, method::none};
 
 inline constexpr std::string_view to_string(method m) noexcept {
   switch (m) {
@@ -59,6 +61,7 @@ inline constexpr std::string_view to_string(method m) noexcept {
     case method::mincut: return "mincut";
     case method::ogc: return "ogc";
     case method::ogc_exact: return "ogc-exact";
+    case method::kept_search: return "kept-search";
     case method::sqrt: return "sqrt";
     case method::every_k: return "every-k";
     case method::none: return "none";
@@ -100,7 +103,8 @@ struct solve_options {
   /// plans in either order (solution::both_orders). `automatic`
   /// does so past `max_lower_sets`, where the plan comes from the fallbacks,
   /// and keeps the graph's order within it, where the exact programme costs
-  /// the most and proves its optimum in that order.
+  /// the most and proves its optimum in that order. `kept-search` searches in
+  /// both orders with `best` and `automatic`.
   order_choice order = order_choice::automatic;
 };
 
@@ -291,6 +295,55 @@ inline solution run_ogc_exact(const graph& g, const solve_options& options) {
   return segment_plan_solution(g, solve_segments_exact(g, dp, &division.kept), method::ogc_exact, options);
 }
 
+// `kept-search`: from `ogc-exact`'s kept set (a quarter of the time limit),
+// a local search in the graph's order, the consumers-first order, or both
+// (order `best` and `automatic`; the better plan wins, the graph's on a tie).
+inline solution run_kept_search(const graph& g, const solve_options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  solve_options seed = options;
+  seed.time_limit = std::max(std::chrono::milliseconds(1), options.time_limit / 4);  // 0 would mean no limit
+  const solution found = run_ogc_exact(g, seed);
+  std::vector<std::vector<node_id>> orders;
+  if (options.order != order_choice::consumers_first) orders.emplace_back();
+  if (options.order != order_choice::graph) {
+    const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+    std::vector<node_id> other = consumers_first_order(g, constraints);
+    if (!is_id_order(other) || orders.empty()) orders.push_back(std::move(other));
+  }
+  const auto left = options.time_limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::steady_clock::now() - start);
+  std::optional<kept_search_result> best;
+  std::vector<node_id> best_order;
+  bool stopped = false;
+  for (std::vector<node_id>& order : orders) {
+    kept_search_options search;
+    search.goal = options.goal;
+    search.budget = options.budget;
+    search.order = order;
+    search.time_limit = std::max(std::chrono::milliseconds(1), left / static_cast<long>(orders.size()));
+    kept_search_result r = improve_kept_set(g, found.best.kept, search);
+    stopped = stopped || r.time_limit_reached;
+    if (!best || kept_plan_rank(r.figures, options.goal, options.budget) <
+                     kept_plan_rank(best->figures, options.goal, options.budget)) {
+      best = std::move(r);
+      best_order = order.empty() ? std::vector<node_id>{} : std::move(order);
+    }
+  }
+  solution s = baseline_solution(
+      g, plan::from_kept(g, best->kept, std::string(to_string(method::kept_search)), best_order), options);
+  s.stats.lower_sets = best->toggles;
+  s.stats.transitions = best->tries;
+  s.stats.time_limit_reached = stopped || found.stats.time_limit_reached;
+  s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (s.status == solve_status::infeasible) return s;
+  s.message = "a kept-set plan from a local search (" + std::to_string(best->toggles) + " toggles in " +
+              std::to_string(best->passes) + " passes) started at the kept set " +
+              (found.status == solve_status::optimal ? "optimal" : "best found") +
+              " for Feng & Huang's objective" + (stopped ? ", stopped by the time limit" : "") +
+              "; not proven: the lower bound is the per-op floor";
+  return s;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -345,6 +398,7 @@ inline solution solve_in_id_order(const graph& g, const solve_options& options, 
       break;
     }
     case method::ogc_exact: s = detail::run_ogc_exact(g, options); break;
+    case method::kept_search: s = detail::run_kept_search(g, options); break;
     case method::exact: {
       // Regular training recomputes nothing. When its peak already meets the
       // per-op floor, no plan is lower or recomputes less, on any graph size.

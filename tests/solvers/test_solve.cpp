@@ -41,8 +41,8 @@ TEST_CASE("every method: valid plan, claims equal the simulator's, exact never b
       } else if (m == method::chain || m == method::approx || m == method::mincut ||
                  (exact_proven && (m == method::dp || m == method::sqrt || m == method::every_k))) {
         // Stage plans: never below the exact optimum (a fallback exact is the
-        // best of them). none, ogc and ogc-exact are kept-set plans, another
-        // family (docs/algorithms.md compares the two).
+        // best of them). none, ogc, ogc-exact and kept-search are kept-set
+        // plans, another family (docs/algorithms.md compares the two).
         CHECK(s.claimed_peak >= exact_peak);
       }
     }
