@@ -1673,9 +1673,9 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     out.sampled = std::move(samples.plans);
     out.sampled_all = samples.all;
     front = engine.labels_within(options.budget, *final, false, samples.staircase);
-  }
-  else if (!(options.peak_only && options.goal == objective::memory))
+  } else if (!(options.peak_only && options.goal == objective::memory)) {
     front = engine.labels_within(budget, *final, true);
+  }
   if (front.empty()) {
     // No labels (peak only, or the label cap): a least-kept plan within the budget.
     const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);

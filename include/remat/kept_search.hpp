@@ -86,15 +86,15 @@ inline kept_search_result improve_kept_set(const graph& g, node_set start, const
           out.time_limit_reached = true;
           break;
         }
-        node_set tried = out.kept;
-        tried.set(v, !tried.contains(v));
-        simulation figures = measure(tried);
+        out.kept.set(v, !out.kept.contains(v));
+        simulation figures = measure(out.kept);
         ++out.tries;
         if (score(figures) < score(out.figures)) {
-          out.kept = std::move(tried);
           out.figures = std::move(figures);
           ++out.toggles;
           improved = true;
+        } else {
+          out.kept.set(v, !out.kept.contains(v));  // undo
         }
       }
     }

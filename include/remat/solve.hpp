@@ -326,7 +326,7 @@ inline solution run_kept_search(const graph& g, const solve_options& options) {
     if (!best || kept_plan_rank(r.figures, options.goal, options.budget) <
                      kept_plan_rank(best->figures, options.goal, options.budget)) {
       best = std::move(r);
-      best_order = order.empty() ? std::vector<node_id>{} : std::move(order);
+      best_order = std::move(order);
     }
   }
   solution s = baseline_solution(
@@ -606,7 +606,11 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
   const bool may_try_both = options.method == method::exact &&
                             (options.order == order_choice::best || options.order == order_choice::automatic);
-  if (options.order != order_choice::consumers_first && !may_try_both) return detail::solve_in_id_order(g, options);
+  // kept-search runs its plans in the orders asked for itself, from one
+  // ogc-exact start: a kept-set schedule takes its order directly, where the
+  // stage programmes need the graph renumbered.
+  if (options.method == method::kept_search || (options.order != order_choice::consumers_first && !may_try_both))
+    return detail::solve_in_id_order(g, options);
   auto other_order = [&] {
     return consumers_first_order(g, options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
   };
