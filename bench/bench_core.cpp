@@ -5,8 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include <remat/baselines.hpp>
-#include <remat/bounds.hpp>
+#include <remat/analysis/bounds.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/generators.hpp>
 
 #include "tests/support/random_graphs.hpp"

@@ -16,10 +16,10 @@
 #include <random>
 #include <vector>
 
-#include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
 #include <remat/cpu/kernels.hpp>
-#include <remat/layout.hpp>
+#include <remat/runtime/layout.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "tests/support/reduced_zoo.hpp"

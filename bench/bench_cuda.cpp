@@ -28,11 +28,11 @@
 #include <utility>
 #include <vector>
 
-#include <remat/baselines.hpp>
 #include <remat/cuda/device.hpp>
 #include <remat/cuda/executor.hpp>
 #include <remat/cuda/model.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/models.hpp>
 
 namespace {

@@ -57,9 +57,9 @@
 #include <utility>
 #include <vector>
 
-#include <remat/lower_sets.hpp>
-#include <remat/pareto.hpp>
+#include <remat/analysis/lower_sets.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/pareto.hpp>
 #include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
@@ -113,7 +113,7 @@ const graph_entry& graph_for(const std::string& key, const std::function<remat::
   remat::lower_set_options count;
   count.max_count = lower_set_count_cap;
   count.constraints = &order;
-  count.time_limit = std::chrono::milliseconds(2000);
+  count.time = remat::time_budget::within(std::chrono::milliseconds(2000));
   const remat::lower_set_count counted = remat::count_lower_sets(entry.g, count);
   entry.lower_sets = counted.count;
   entry.lower_sets_capped = counted.status != remat::enumeration_status::complete;
@@ -272,9 +272,9 @@ void solve_point(benchmark::State& state, const std::string& key, const std::fun
   c["edges"] = static_cast<double>(g.num_edges());
   c["lower_sets"] = static_cast<double>(entry.lower_sets);
   c["lower_sets_capped"] = entry.lower_sets_capped ? 1 : 0;
-  c["states"] = static_cast<double>(s.stats.lower_sets);
-  c["stages"] = static_cast<double>(s.stats.transitions);
-  c["labels"] = static_cast<double>(s.stats.labels);
+  c["states"] = static_cast<double>(s.stats.count("lower sets"));
+  c["stages"] = static_cast<double>(s.stats.count("stages evaluated"));
+  c["labels"] = static_cast<double>(s.stats.count("labels"));
   c["cpu_s"] = t.cpu_median;
   c["wall_s"] = t.wall_median;
   c["cpu_min_s"] = t.cpu_min;
@@ -364,16 +364,19 @@ void register_pareto() {
       const remat::graph g = remat::zoo::build(model);
       remat::pareto_options options;
       options.order = remat::order_choice::graph;
-      options.time_limit = point_time_limit();
       remat::pareto_result r;
       const remat::bench::measurement t = measure_point(
-          state, [&] { r = remat::pareto_frontier(g, options); }, [&] { return r.stats.time_limit_reached; });
+          state,
+          [&] {
+            options.time = remat::time_budget::within(point_time_limit());
+            r = remat::pareto_frontier(g, options);
+          }, [&] { return r.stats.time_limit_reached; });
       if (t.out_of_memory) return state.SkipWithError("memory: over the heap budget");
       auto& c = state.counters;
       c["nodes"] = static_cast<double>(g.size());
       c["points"] = static_cast<double>(r.points.size());
       c["optimal"] = r.status == remat::solve_status::optimal ? 1 : 0;
-      c["labels"] = static_cast<double>(r.stats.labels);
+      c["labels"] = static_cast<double>(r.stats.count("labels"));
       c["cpu_s"] = t.cpu_median;
       c["runs"] = static_cast<double>(t.runs);
       c["heap_bytes"] = static_cast<double>(t.heap_peak);

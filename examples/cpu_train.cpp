@@ -17,9 +17,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/units.hpp>
 #include <remat/zoo.hpp>
 

@@ -3,8 +3,8 @@
 
 #include <chrono>
 
-#include <remat/explain.hpp>
 #include <remat/io/plan_json.hpp>
+#include <remat/report/explain.hpp>
 
 #include "cli.hpp"
 #include "explain_svg.hpp"

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include <remat/pareto.hpp>
+#include <remat/solvers/pareto.hpp>
 
 #include "cli.hpp"
 #include "svg.hpp"
@@ -32,7 +32,7 @@ void add_pareto_command(CLI::App& app) {
     const simulation regular = simulate(g, plan_none(g).steps);
     pareto_options po;
     po.max_peak = regular.peak_bytes;  // plans above regular training are never worth having
-    po.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    po.time = remat::time_budget::within(std::chrono::duration<double>(opt->time_limit));
     po.order = *parse_order_choice(opt->order);
     const pareto_result r = pareto_frontier(g, po);
     const double plain = regular.forward_time + regular.backward_time;

@@ -1,5 +1,6 @@
 // remat plan FILE --method ...: make a plan and report what it costs.
 
+#include <algorithm>
 #include <chrono>
 
 #include <remat/io/dot.hpp>
@@ -12,22 +13,22 @@ namespace remat::cli {
 
 namespace {
 
-// What the statistics count depends on the method that made the plan.
-std::string search_summary(const std::string& method_name, const solve_stats& stats) {
-  if (method_name == "ogc")
-    return fmt::format("{:.3f} s, {} division pieces, {} candidate maxima", stats.seconds, stats.lower_sets,
-                       stats.transitions);
-  if (method_name == "ogc-exact")
-    return fmt::format("{:.3f} s, {} sweeps, {} sweep states, {} labels", stats.seconds, stats.transitions,
-                       stats.lower_sets, stats.labels);
-  if (method_name == "kept-search")
-    return fmt::format("{:.3f} s, {} plans simulated, {} toggles taken", stats.seconds, stats.transitions,
-                       stats.lower_sets);
-  if (method_name == "mincut")
-    return fmt::format("{:.3f} s, {} plans simulated, {} minimum cuts", stats.seconds, stats.lower_sets,
-                       stats.transitions);
-  return fmt::format("{:.3f} s, {} lower sets, {} stages evaluated, {} labels", stats.seconds, stats.lower_sets,
-                     stats.transitions, stats.labels);
+// The search's wall time and counts, in the words of the method that counted.
+std::string search_summary(const solve_stats& stats) {
+  std::string text = fmt::format("{:.3f} s", stats.seconds);
+  for (const search_count& c : stats.counts) text += fmt::format(", {} {}", c.value, c.name);
+  return text;
+}
+
+// The same as JSON: "seconds" and one snake_case key per count.
+nlohmann::json search_json(const solve_stats& stats) {
+  nlohmann::json out{{"seconds", stats.seconds}};
+  for (const search_count& c : stats.counts) {
+    std::string key(c.name);
+    std::replace(key.begin(), key.end(), ' ', '_');
+    out[key] = c.value;
+  }
+  return out;
 }
 
 }  // namespace
@@ -99,6 +100,8 @@ void add_plan_command(CLI::App& app) {
     out.row("graph", fmt::format("{} ({} nodes)", g.name(), g.size()), g.name());
     out.row("status", std::string(to_string(s.status)) + (s.message.empty() ? "" : "  (" + s.message + ")"),
             std::string(to_string(s.status)));
+    // Why the plan is not proven, for programs (the status row says it in words).
+    if (s.unproven() != unproven_reason::none) out.hidden("unproven", std::string(to_string(s.unproven())));
     if (s.best.steps.empty()) {  // infeasible, or stopped before any plan
       if (s.smallest_feasible_budget) out.hidden("smallest_feasible_budget", s.smallest_feasible_budget);
       out.print(opt->json);
@@ -116,9 +119,7 @@ void add_plan_command(CLI::App& app) {
       out.row("objective", fmt::format("{}  (Feng & Huang: kept + largest segment)",
                                        bytes_with_exact(static_cast<std::uint64_t>(s.objective))),
               s.objective);
-    out.row("search", search_summary(s.best.method, s.stats),
-            {{"seconds", s.stats.seconds}, {"lower_sets", s.stats.lower_sets}, {"transitions", s.stats.transitions},
-             {"labels", s.stats.labels}});
+    out.row("search", search_summary(s.stats), search_json(s.stats));
     if (!opt->output.empty()) {
       write_file(opt->output, io::write_plan_json(g, s.best, s.figures));
       out.row("plan written", opt->output, opt->output);

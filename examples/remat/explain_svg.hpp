@@ -16,7 +16,7 @@
 
 #include <fmt/core.h>
 
-#include <remat/explain.hpp>
+#include <remat/report/explain.hpp>
 #include <remat/units.hpp>
 
 #include "svg.hpp"

@@ -6,8 +6,8 @@
 /// (nas.hpp), generators for scale (generators.hpp) and the device profiles of
 /// their time estimates (device.hpp). See docs/zoo.md.
 
-#include "zoo/device.hpp"
-#include "zoo/generators.hpp"
-#include "zoo/models.hpp"
-#include "zoo/nas.hpp"
-#include "zoo/network_builder.hpp"
+#include <remat/zoo/device.hpp>
+#include <remat/zoo/generators.hpp>
+#include <remat/zoo/models.hpp>
+#include <remat/zoo/nas.hpp>
+#include <remat/zoo/network_builder.hpp>

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
-#include <remat/layout.hpp>
+#include <remat/runtime/layout.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/plan_methods.hpp"

@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include <remat/baselines.hpp>
 #include <remat/cpu/executor.hpp>
 #include <remat/cuda/device.hpp>
 #include <remat/cuda/executor.hpp>
 #include <remat/cuda/model.hpp>
 #include <remat/cuda/plan.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/plan_methods.hpp"

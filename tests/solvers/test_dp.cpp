@@ -3,9 +3,9 @@
 
 #include <doctest/doctest.h>
 
-#include <remat/bounds.hpp>
-#include <remat/dp.hpp>
-#include <remat/lower_sets.hpp>
+#include <remat/analysis/bounds.hpp>
+#include <remat/analysis/lower_sets.hpp>
+#include <remat/solvers/dp.hpp>
 
 #include "../support/oracle.hpp"
 #include "../support/random_graphs.hpp"

@@ -6,9 +6,9 @@
 
 #include <limits>
 
-#include <remat/kept_search.hpp>
-#include <remat/segment_dp.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/kept_search.hpp>
+#include <remat/solvers/ogc_exact.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/random_graphs.hpp"
@@ -54,8 +54,7 @@ TEST_CASE("a local optimum no single toggle improves, never below the best kept 
       node_set toggled = r.kept;
       toggled.set(v, !toggled.contains(v));
       const simulation t = simulate(g, schedule_from_kept(g, toggled));
-      CHECK((kept_plan_rank(t, objective::memory, std::numeric_limits<std::uint64_t>::max()) >=
-             kept_plan_rank(r.figures, objective::memory, std::numeric_limits<std::uint64_t>::max())));
+      CHECK((rank_plan(t, objective::memory) >= rank_plan(r.figures, objective::memory)));
     }
   }
   MESSAGE(below_start << " of 300 searches end below their start");
@@ -67,7 +66,7 @@ TEST_CASE("the time objective: within the budget, recompute no more than a start
     const graph g = test::random_dag(4 + seed % 12, seed, 2 + seed % 3, 1 + seed % 3);
     const node_set start = solve_segments_exact(g).kept;
     const simulation from = simulate(g, schedule_from_kept(g, start));
-    kept_search_options options;
+    improve_kept_options options;
     options.goal = objective::time;
     options.budget = from.peak_bytes + seed % 3 * from.peak_bytes / 8;
     const kept_search_result r = improve_kept_set(g, start, options);

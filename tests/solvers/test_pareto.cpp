@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include <remat/pareto.hpp>
+#include <remat/solvers/pareto.hpp>
 #include <remat/zoo/models.hpp>
 
 using namespace remat;
@@ -156,7 +156,7 @@ TEST_CASE("the time limit holds in the label phase: the frontier stops with the 
   // 50 ms only the stages and the least peak are done.
   const graph g = zoo::build("inception-v3");
   pareto_options quick = in_graph_order();
-  quick.time_limit = std::chrono::milliseconds(50);
+  quick.time = time_budget::within(std::chrono::milliseconds(50));
   const pareto_result r = pareto_frontier(g, quick);
   CHECK(r.status == solve_status::feasible);
   CHECK(r.stats.time_limit_reached);

@@ -4,10 +4,10 @@
 
 #include <doctest/doctest.h>
 
-#include <remat/ogc.hpp>
-#include <remat/segment_dp.hpp>
-#include <remat/segments.hpp>
+#include <remat/analysis/segments.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/ogc.hpp>
+#include <remat/solvers/ogc_exact.hpp>
 #include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
@@ -73,7 +73,7 @@ TEST_CASE("exact sweep equals the brute force over every kept set, with or witho
     CHECK(segment_packing_bound(g) <= best);
     CHECK(segment_packing_bound(g) >= largest_segment_node(g));
 
-    const ogc_solution division = solve_ogc(g);
+    const ogc_solution division = ogc_kept_set(g);
     CHECK(division.cost == evaluate_segments(g, division.kept));
     CHECK(division.cost.total() >= best);
     CHECK(division.lower_bound <= best);
@@ -89,13 +89,13 @@ TEST_CASE("exact sweep equals the brute force over every kept set, with or witho
 TEST_CASE("on chains the division search is exact (Feng & Huang's linear solver)") {
   for (std::uint64_t seed = 1; seed <= 300; ++seed) {
     const graph g = test::random_dag(2 + seed % 13, seed, 1, 1);
-    CHECK(solve_ogc(g).cost.total() == brute_force_segments(g));
+    CHECK(ogc_kept_set(g).cost.total() == brute_force_segments(g));
   }
 }
 
 TEST_CASE("a stopped search returns its best kept set with a valid bound, never worse than the incumbent") {
   const graph g = test::inception_like(3);
-  const ogc_solution division = solve_ogc(g);
+  const ogc_solution division = ogc_kept_set(g);
   segment_dp_options tiny;
   tiny.max_labels = 50;
   const segment_solution stopped = solve_segments_exact(g, tiny, &division.kept);
@@ -112,7 +112,7 @@ TEST_CASE("a time limit cuts the division search short, and a plan still comes b
   zoo::nas_stack_options o;
   o.network.cells = 64;  // 3,456 nodes in one complicate piece: its division alone takes seconds
   const graph g = zoo::nas_stack(o);
-  const ogc_solution rushed = solve_ogc(g, std::chrono::milliseconds(1));
+  const ogc_solution rushed = ogc_kept_set(g, time_budget::within(std::chrono::milliseconds(1)));
   CHECK(rushed.division.time_limit_reached);
   CHECK(rushed.division.division_incomplete);
   CHECK(rushed.division.terms_tried >= 1);
@@ -125,7 +125,7 @@ TEST_CASE("a time limit cuts the division search short, and a plan still comes b
   CHECK(s.message.find("time limit reached while dividing the graph") != std::string::npos);
   CHECK(s.figures.peak_bytes == simulate(g, s.best.steps).peak_bytes);
   // Without a limit every candidate maximum is tried.
-  const ogc_solution full = solve_ogc(test::inception_like(3));
+  const ogc_solution full = ogc_kept_set(test::inception_like(3));
   CHECK_FALSE(full.division.time_limit_reached);
   CHECK(full.division.terms_tried == full.division.max_terms);
 }
@@ -133,7 +133,7 @@ TEST_CASE("a time limit cuts the division search short, and a plan still comes b
 TEST_CASE("zoo: the exact objective is never worse than the division search, and strictly better on DenseNet") {
   for (const char* name : {"vgg16", "resnet50", "densenet121"}) {
     const graph g = zoo::build(name);
-    const ogc_solution division = solve_ogc(g);
+    const ogc_solution division = ogc_kept_set(g);
     const segment_solution exact = solve_segments_exact(g, {}, &division.kept);
     CHECK(exact.optimal);
     CHECK(exact.cost.total() <= division.cost.total());
@@ -145,8 +145,8 @@ TEST_CASE("zoo: the exact objective is never worse than the division search, and
 TEST_CASE("a stopped search on a NAS network bounds the objective by disjoint heavy groups, not by one node") {
   const graph g = zoo::build("darts-cifar10");
   segment_dp_options quick;
-  quick.time_limit = std::chrono::milliseconds(200);
-  const ogc_solution division = solve_ogc(g);
+  quick.time = time_budget::within(std::chrono::milliseconds(200));
+  const ogc_solution division = ogc_kept_set(g);
   const segment_solution stopped = solve_segments_exact(g, quick, &division.kept);
   REQUIRE_FALSE(stopped.optimal);
   const std::uint64_t packing = segment_packing_bound(g);

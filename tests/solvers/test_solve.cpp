@@ -179,10 +179,10 @@ TEST_CASE("past the lower-set cap, the bounded search below a plan proves or fin
     solve_options graph_order;  // one order: the search below a plan works in the order it is given
     graph_order.order = order_choice::graph;
     const solution full = solve(g, graph_order);
-    if (full.status != solve_status::optimal || full.stats.lower_sets <= 24) continue;
+    if (full.status != solve_status::optimal || full.stats.count("lower sets") <= 24) continue;
     ++graphs;
     solve_options capped = graph_order;  // just below the graph's count: exact falls back, and may prove the fallback's peak
-    capped.max_lower_sets = full.stats.lower_sets - 1;
+    capped.max_lower_sets = full.stats.count("lower sets") - 1;
     const solution s = solve(g, capped);
     CHECK(s.figures.peak_bytes == s.claimed_peak);
     CHECK(s.claimed_peak >= full.claimed_peak);
@@ -200,9 +200,11 @@ TEST_CASE("past the lower-set cap, the bounded search below a plan proves or fin
     const solution regular = solve(g, none);
     if (regular.claimed_peak > full.claimed_peak) {
       ++above;
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      const time_budget minute = time_budget::within(std::chrono::seconds(60));
+      exact_options capped_exact;
+      capped_exact.max_lower_sets = capped.max_lower_sets;
       solution stopped = regular;
-      const std::string why = detail::prove_least_peak(g, capped, deadline, stopped);
+      const std::string why = detail::prove_least_peak(g, capped_exact, minute, stopped);
       if (stopped.status != solve_status::optimal) {
         CHECK(stopped.status == solve_status::feasible);
         CHECK(why.find("stopped at its cap") != std::string::npos);
@@ -210,10 +212,10 @@ TEST_CASE("past the lower-set cap, the bounded search below a plan proves or fin
       } else {
         CHECK(stopped.claimed_peak == full.claimed_peak);
       }
-      solve_options roomy;  // the search's caps count stages too, which outnumber lower sets
+      exact_options roomy;  // the search's caps count stages too, which outnumber lower sets
       roomy.max_lower_sets = 10'000'000;
       solution replaced = regular;
-      CHECK(detail::prove_least_peak(g, roomy, deadline, replaced).empty());
+      CHECK(detail::prove_least_peak(g, roomy, minute, replaced).empty());
       CHECK(replaced.status == solve_status::optimal);
       CHECK(replaced.claimed_peak == full.claimed_peak);
       CHECK(replaced.peak_lower_bound == full.claimed_peak);

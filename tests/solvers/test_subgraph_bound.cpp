@@ -9,7 +9,7 @@
 #include <random>
 
 #include <remat/solve.hpp>
-#include <remat/subgraph_bound.hpp>
+#include <remat/solvers/subgraph_bound.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/oracle.hpp"
@@ -130,7 +130,7 @@ TEST_CASE("subgraph_peak_bound lies between the per-op floor and the least peak,
     if (!least || !least_in_order) continue;
     subgraph_bound_options small;
     small.max_lower_sets = 8 + seed % 64;
-    small.time_limit = std::chrono::minutes(1);
+    small.time = time_budget::within(std::chrono::minutes(1));
     const subgraph_bound bound = subgraph_peak_bound(g, small);
     const std::uint64_t floor = per_op_floor(g).bytes;
     CHECK(bound.bytes >= floor);
@@ -150,7 +150,7 @@ TEST_CASE("on DARTS a subgraph of a thousand lower sets lifts the bound far abov
   const graph g = zoo::build("darts-cifar10");
   subgraph_bound_options o;
   o.max_lower_sets = 1024;
-  o.time_limit = std::chrono::minutes(5);  // complete, so the figures do not depend on the machine
+  o.time = time_budget::within(std::chrono::minutes(5));  // complete, so the figures do not depend on the machine
   const subgraph_bound bound = subgraph_peak_bound(g, o);
   const std::uint64_t floor = per_op_floor(g).bytes;
   MESSAGE("DARTS: bound " << bound.bytes << " bytes from " << bound.nodes << " nodes and " << bound.lower_sets
@@ -186,7 +186,7 @@ TEST_CASE("beyond the cap a budget under a bound is infeasible; one no fallback 
   const std::uint64_t floor = per_op_floor(g).bytes;
   subgraph_bound_options path_only;
   path_only.max_lower_sets = 1;  // no ear fits: the heaviest path alone
-  path_only.time_limit = std::chrono::minutes(1);
+  path_only.time = time_budget::within(std::chrono::minutes(1));
   const std::uint64_t path_bound = subgraph_peak_bound(g, path_only).bytes;
   REQUIRE(path_bound > floor + 2);
 

@@ -9,9 +9,10 @@
 #include <optional>
 #include <vector>
 
-#include <remat/lower_sets.hpp>
-#include <remat/schedule.hpp>
-#include <remat/simulate.hpp>
+#include <remat/analysis/lower_sets.hpp>
+#include <remat/plan/plan.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/plan/simulate.hpp>
 
 namespace remat::test {
 

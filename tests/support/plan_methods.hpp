@@ -13,12 +13,13 @@
 #include <type_traits>
 #include <vector>
 
-#include <remat/baselines.hpp>
-#include <remat/execution_order.hpp>
-#include <remat/graph.hpp>
-#include <remat/node_set.hpp>
-#include <remat/schedule.hpp>
+#include <remat/analysis/orders.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/graph/node_set.hpp>
+#include <remat/plan/plan.hpp>
+#include <remat/plan/schedule.hpp>
 #include <remat/solve.hpp>
+#include <remat/solvers/baselines.hpp>
 
 namespace remat::test {
 

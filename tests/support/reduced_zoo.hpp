@@ -17,7 +17,7 @@
 #include <vector>
 
 #include <remat/error.hpp>
-#include <remat/graph.hpp>
+#include <remat/graph/graph.hpp>
 #include <remat/zoo/models.hpp>
 #include <remat/zoo/nas.hpp>
 #include <remat/zoo/network_builder.hpp>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <remat/graph.hpp>
+#include <remat/graph/graph.hpp>
 
 namespace remat::test {
 

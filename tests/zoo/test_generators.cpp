@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include <remat/baselines.hpp>
 #include <remat/io/json.hpp>
-#include <remat/simulate.hpp>
+#include <remat/plan/simulate.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/generators.hpp>
 
 namespace zoo = remat::zoo;

@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include <remat/baselines.hpp>
-#include <remat/bounds.hpp>
+#include <remat/analysis/bounds.hpp>
 #include <remat/io/json.hpp>
-#include <remat/simulate.hpp>
+#include <remat/plan/simulate.hpp>
+#include <remat/solvers/baselines.hpp>
 #include <remat/zoo/models.hpp>
 
 namespace zoo = remat::zoo;

@@ -7,7 +7,7 @@
 
 #include <remat/config.hpp>
 #include <remat/error.hpp>
-#include <remat/execution.hpp>
+#include <remat/runtime/execution.hpp>
 
 namespace remat::cpu {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <remat/cpu/executor.hpp>
 #include <remat/error.hpp>
-#include <remat/execution.hpp>
+#include <remat/runtime/execution.hpp>
 
 #include "check.cuh"
 #include "elements.hpp"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include <remat/cpu/executor.hpp>
-#include <remat/simulate.hpp>
+#include <remat/plan/simulate.hpp>
 
 namespace remat::cuda {
 

@@ -26,9 +26,7 @@ namespace remat::detail {
 /// Blocks of 2 MiB and more start on a 2 MiB boundary and, on Linux, ask for
 /// transparent huge pages: a first touch faults once per 2 MiB instead of 512
 /// times, and the programme's scattered reads of labels and stages miss the
-/// TLB far less. On the 2,053-node ResNet-like graph that cut the page
-/// faults from 42,840 to 3,958 and a first solve from 1.12 s to 0.88 s;
-/// DenseNet-201 went from 0.48 to 0.38 s (docs/algorithms.md).
+/// TLB far less (measured in docs/results-solvers.md).
 template <class T, std::size_t FirstBlockBits = 8>
 class block_vector {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>,

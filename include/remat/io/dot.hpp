@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <string>
 
-#include "../graph.hpp"
-#include "../schedule.hpp"
-#include "../units.hpp"
+#include <remat/graph/graph.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/units.hpp>
 
 namespace remat::io {
 

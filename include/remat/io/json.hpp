@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "json_location.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/io/json_location.hpp>
 
 namespace remat::io {
 

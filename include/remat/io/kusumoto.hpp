@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../graph.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
 
 namespace remat::io {
 

@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "json.hpp"
-#include "kusumoto.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/io/json.hpp>
+#include <remat/io/kusumoto.hpp>
 
 namespace remat::io {
 

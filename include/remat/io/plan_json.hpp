@@ -16,11 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "../schedule.hpp"
-#include "../simulate.hpp"
-#include "json.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/io/json.hpp>
+#include <remat/plan/plan.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/plan/simulate.hpp>
 
 namespace remat::io {
 

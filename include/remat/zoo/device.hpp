@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../error.hpp"
+#include <remat/error.hpp>
 
 namespace remat::zoo {
 

@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "device.hpp"
-#include "nas.hpp"
-#include "network_builder.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/zoo/device.hpp>
+#include <remat/zoo/nas.hpp>
+#include <remat/zoo/network_builder.hpp>
 
 namespace remat::zoo {
 

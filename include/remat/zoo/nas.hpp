@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "device.hpp"
-#include "network_builder.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/zoo/device.hpp>
+#include <remat/zoo/network_builder.hpp>
 
 namespace remat::zoo {
 

@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "../costs.hpp"
-#include "../error.hpp"
-#include "../graph.hpp"
-#include "device.hpp"
+#include <remat/error.hpp>
+#include <remat/graph/costs.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/zoo/device.hpp>
 
 namespace remat::zoo {
 

@@ -29,10 +29,10 @@
 #include <utility>
 #include <vector>
 
-#include <remat/graph.hpp>
-#include <remat/layout.hpp>
-#include <remat/schedule.hpp>
-#include <remat/simulate.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/plan/simulate.hpp>
+#include <remat/runtime/layout.hpp>
 
 #include "model.hpp"
 

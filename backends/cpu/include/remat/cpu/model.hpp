@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include <remat/costs.hpp>
-#include <remat/graph.hpp>
+#include <remat/graph/costs.hpp>
+#include <remat/graph/graph.hpp>
 
 #include "kernels.hpp"
 

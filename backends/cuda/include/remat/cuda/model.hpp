@@ -20,7 +20,7 @@
 #include <vector>
 
 #include <remat/cpu/model.hpp>
-#include <remat/graph.hpp>
+#include <remat/graph/graph.hpp>
 
 namespace remat::cuda {
 

@@ -14,9 +14,9 @@
 #include <span>
 
 #include <remat/cpu/model.hpp>
-#include <remat/graph.hpp>
-#include <remat/layout.hpp>
-#include <remat/schedule.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/runtime/layout.hpp>
 
 namespace remat::cuda {
 

@@ -1,0 +1,187 @@
+#pragma once
+
+/// \file
+/// Lower bounds that hold for every schedule of a graph.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <remat/analysis/lower_sets.hpp>
+#include <remat/graph/graph.hpp>
+
+namespace remat {
+
+namespace detail {
+
+/// Adds to sums[v], for every v in [first, last], the weight of its strict
+/// descendants with ids in [first, last] (edges leaving the range are
+/// ignored). Reachability is propagated in reverse id order over blocks of
+/// 4096 candidate descendants (memory O(range · 512 bytes)); a reachable
+/// block's weight is summed with per-byte lookup tables, and words that are
+/// empty or full cost one test. O((range + edges) · range / 64); ranges of
+/// up to 512 nodes skip the tables.
+template <class Weight>
+void add_descendant_sums_in_range(const graph& g, Weight&& weight, std::size_t first, std::size_t last,
+                                  std::vector<std::uint64_t>& sums) {
+  const std::size_t range = last - first + 1;
+  if (range <= 512) {
+    // Small pieces (every node of a chain is one): plain bitsets, set bits
+    // summed one by one, so no table is built per piece. O(range²).
+    const std::size_t words = (range + 63) / 64;
+    std::vector<std::uint64_t> reach(range * words, 0);
+    for (std::size_t v = last + 1; v-- > first;) {
+      std::uint64_t* mine = &reach[(v - first) * words];
+      for (node_id s : g.successors(v)) {
+        if (s > last) continue;
+        mine[(s - first) / 64] |= std::uint64_t{1} << ((s - first) % 64);
+        const std::uint64_t* theirs = &reach[(s - first) * words];
+        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+      }
+      for (std::size_t w = 0; w < words; ++w)
+        for (std::uint64_t word = mine[w]; word != 0; word &= word - 1)
+          sums[v] += weight(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+    }
+    return;
+  }
+  constexpr std::size_t block_words = 64;
+  constexpr std::size_t block = block_words * 64;
+  std::vector<std::uint64_t> bits;
+  std::vector<std::uint64_t> byte_sum(block_words * 8 * 256);  // [word][byte][pattern]
+  std::vector<std::uint64_t> word_sum(block_words);
+  for (std::size_t lo = first; lo <= last; lo += block) {
+    const std::size_t hi = std::min(last + 1, lo + block);
+    for (std::size_t w = 0; w < block_words; ++w) {
+      word_sum[w] = 0;
+      for (std::size_t b = 0; b < 8; ++b) {
+        std::uint64_t* table = &byte_sum[(w * 8 + b) * 256];
+        for (std::size_t pattern = 0; pattern < 256; ++pattern) {
+          std::uint64_t total = 0;
+          for (std::size_t k = 0; k < 8; ++k) {
+            const std::size_t u = lo + w * 64 + b * 8 + k;
+            if ((pattern >> k) & 1U && u < hi) total += weight(u);
+          }
+          table[pattern] = total;
+        }
+        word_sum[w] += table[255];
+      }
+    }
+    bits.assign((hi - first) * block_words, 0);  // only ids below hi can reach [lo, hi)
+    for (std::size_t v = hi; v-- > first;) {
+      std::uint64_t* mine = &bits[(v - first) * block_words];
+      for (node_id s : g.successors(v)) {
+        if (s >= hi) continue;
+        if (s >= lo) mine[(s - lo) / 64] |= std::uint64_t{1} << ((s - lo) % 64);
+        const std::uint64_t* theirs = &bits[(s - first) * block_words];
+        for (std::size_t w = 0; w < block_words; ++w) mine[w] |= theirs[w];
+      }
+      std::uint64_t total = 0;
+      for (std::size_t w = 0; w < block_words; ++w) {
+        const std::uint64_t word = mine[w];
+        if (word == 0) continue;
+        if (word == ~std::uint64_t{0}) {
+          total += word_sum[w];
+          continue;
+        }
+        for (std::size_t b = 0; b < 8; ++b)
+          total += byte_sum[(w * 8 + b) * 256 + ((word >> (8 * b)) & 0xFFU)];
+      }
+      sums[v] += total;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// For every node, the sum of `weight(u)` over its strict descendants u, each
+/// counted once. Series separators (decompose_series) do most of the work:
+/// every computed node after a separator descends from every computed node
+/// before it, so a computed node's sum is the descendants within its own
+/// piece plus everything computed after the piece; only reachability inside a
+/// piece needs bitsets. A graph input adds the nodes it reaches in the first
+/// piece it feeds, walked directly. Complexity: O(Σ_pieces (p + e_p) · p / 64)
+/// for pieces of p nodes and e_p edges, plus O(p) per input — linear on a
+/// chain, O((n + m) · n / 64) when nothing separates.
+template <class Weight>
+std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
+  const std::size_t n = g.size();
+  std::vector<std::uint64_t> sums(n, 0);
+  const series_decomposition series = decompose_series(g);
+  std::vector<std::uint64_t> computed_from(n + 1, 0);  // weight of computed nodes with id ≥ i
+  for (std::size_t i = n; i-- > 0;) computed_from[i] = computed_from[i + 1] + (g.is_input(i) ? 0 : weight(i));
+  for (std::size_t t = 0; t < series.pieces.size(); ++t) {
+    const auto [first, last] = series.pieces[t];
+    detail::add_descendant_sums_in_range(g, weight, first, last, sums);
+    for (std::size_t v = first; v <= last; ++v)
+      if (!g.is_input(v)) sums[v] += computed_from[last + 1];
+  }
+  std::vector<char> seen(n, 0);
+  std::vector<node_id> stack;
+  for (node_id x = 0; x < n; ++x) {
+    if (!g.is_input(x) || g.successors(x).empty()) continue;
+    sums[x] = 0;
+    const std::uint32_t piece = series.piece_of[g.successors(x).front()];
+    const node_id last = series.pieces[piece].last;
+    std::vector<node_id> visited;
+    for (node_id c : g.successors(x))
+      if (c <= last && !seen[c]) {
+        seen[c] = 1;
+        stack.push_back(c);
+      }
+    while (!stack.empty()) {
+      const node_id u = stack.back();
+      stack.pop_back();
+      visited.push_back(u);
+      sums[x] += weight(u);
+      for (node_id s : g.successors(u))
+        if (s <= last && !seen[s]) {
+          seen[s] = 1;
+          stack.push_back(s);
+        }
+    }
+    for (node_id u : visited) seen[u] = 0;
+    sums[x] += computed_from[last + 1];
+  }
+  return sums;
+}
+
+/// The per-op floor: the memory some single step needs under any schedule.
+struct op_floor {
+  std::uint64_t bytes = 0;  ///< no schedule's peak is below this
+  node_id node = 0;         ///< the op that sets it
+  bool backward = false;    ///< in its backward (else its forward)
+};
+
+/// Computes the per-op floor. Every schedule runs each node's forward at least
+/// once (operands, output and workspace alive, parameters and inputs resident)
+/// and its backward once, after the backwards of all its descendants, whose
+/// parameter gradients then exist; that step also holds v's own parameter
+/// gradient, v's output gradient, the values v's backward reads, a gradient
+/// buffer per operand and the backward workspace. The floor is the largest of
+/// these over all nodes. Complexity: that of descendant_sums.
+inline op_floor per_op_floor(const graph& g) {
+  const std::uint64_t resident = g.param_bytes() + g.input_bytes();
+  const auto later_params = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
+  op_floor best;
+  best.bytes = resident;  // what every step holds, even when nothing is computed
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (g.is_input(v)) continue;
+    std::uint64_t forward = resident + g.bytes(v) + g.workspace(v);
+    std::uint64_t backward =
+        resident + later_params[v] + g.params(v) + g.bytes(v) + g.backward_workspace(v);
+    if (reads_output(g.reads(v))) backward += g.bytes(v);
+    for (node_id p : g.predecessors(v)) {
+      if (g.is_input(p)) continue;
+      forward += g.bytes(p);
+      backward += g.bytes(p);                                // its gradient buffer
+      if (reads_inputs(g.reads(v))) backward += g.bytes(p);  // its value
+    }
+    if (forward > best.bytes) best = {forward, v, false};
+    if (backward > best.bytes) best = {backward, v, true};
+  }
+  return best;
+}
+
+}  // namespace remat

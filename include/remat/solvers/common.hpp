@@ -1,0 +1,80 @@
+#pragma once
+
+/// \file
+/// The vocabulary every solver shares: what a plan is optimised for
+/// (`objective`), the one ranking of plans by it (`plan_rank`), the time
+/// budget (<remat/time_budget.hpp>, defined below the analyses, which take
+/// it too), and a solution made from a plan by the simulator
+/// (`solution_of_plan`).
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <remat/analysis/bounds.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/plan/plan.hpp>
+#include <remat/plan/simulate.hpp>
+#include <remat/plan/solution.hpp>
+#include <remat/time_budget.hpp>
+
+namespace remat {
+
+/// memory: the least peak, then the least recompute among least-peak plans.
+/// time: the least recompute among plans whose every step stays within a
+/// byte budget, then the least peak.
+enum class objective { memory, time };
+
+/// A budget no plan exceeds: no budget.
+inline constexpr std::uint64_t no_budget = std::numeric_limits<std::uint64_t>::max();
+
+/// The rank of a plan peaking at `peak` and recomputing for `recompute`
+/// seconds, smaller first: plans within `budget` before those over it, and
+/// among those over it the lower peak; then by the objective (memory: peak,
+/// then recompute; time: recompute, then peak).
+using plan_rank = std::tuple<bool, std::uint64_t, double, std::uint64_t>;
+
+inline plan_rank rank_plan(std::uint64_t peak, double recompute, objective goal,
+                           std::uint64_t budget = no_budget) noexcept {
+  const bool over = peak > budget;
+  if (goal == objective::memory) return {over, peak, recompute, 0};
+  return {over, over ? peak : 0, recompute, peak};
+}
+
+inline plan_rank rank_plan(const simulation& figures, objective goal, std::uint64_t budget = no_budget) noexcept {
+  return rank_plan(figures.peak_bytes, figures.recompute_time, goal, budget);
+}
+
+/// Whether a solution holds a plan that meets its budget.
+inline bool has_plan(const solution& s) noexcept {
+  return !s.best.steps.empty() && (s.status == solve_status::optimal || s.status == solve_status::feasible);
+}
+
+/// Whether b's plan ranks before a's by `goal` (rank_plan on the claimed
+/// figures); a plan beats no plan.
+inline bool beats(const solution& b, const solution& a, objective goal) noexcept {
+  if (!has_plan(b)) return false;
+  if (!has_plan(a)) return true;
+  return rank_plan(b.claimed_peak, b.claimed_recompute, goal) < rank_plan(a.claimed_peak, a.claimed_recompute, goal);
+}
+
+/// A solution for a plan the method does not bound: the simulator's figures,
+/// the per-op floor as the peak bound, and `feasible` or `infeasible` by
+/// `budget`.
+inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget = no_budget) {
+  solution s;
+  s.best = std::move(p);
+  s.figures = simulate(g, s.best.steps);
+  s.claimed_peak = s.figures.peak_bytes;
+  s.claimed_recompute = s.figures.recompute_time;
+  s.peak_lower_bound = per_op_floor(g).bytes;
+  s.status = s.figures.peak_bytes <= budget ? solve_status::feasible : solve_status::infeasible;
+  if (s.status == solve_status::infeasible)
+    s.message = "the " + s.best.method + " plan peaks at " + std::to_string(s.figures.peak_bytes) +
+                " bytes, above the budget";
+  return s;
+}
+
+}  // namespace remat

@@ -1,0 +1,414 @@
+#pragma once
+
+/// \file
+/// The label engine of the lower-set programme (Kusumoto et al., NeurIPS
+/// 2019): over a stage_graph, the least peak in one backward pass, Pareto
+/// labels (kept bytes, peak so far, recompute) for the least recompute within
+/// a peak or budget, and plans sampled along the frontier. One engine serves
+/// solve_dp (dp.hpp) and the Pareto frontier (pareto.hpp); a caller enumerates
+/// once and may run several label phases over the same stages.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+#include <remat/detail/block_vector.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/solvers/dp_options.hpp>
+#include <remat/solvers/stage_graph.hpp>
+
+namespace remat::detail {
+
+/// (peak, recompute) of complete plans, by rising peak and falling recompute.
+using known_points = std::vector<std::pair<std::uint64_t, double>>;
+
+/// Plans sampled along a frontier (dp_engine::sample_frontier).
+struct frontier_sampling {
+  std::vector<frontier_point> plans;  ///< in the order sampled
+  known_points staircase;             ///< their figures, by rising peak and falling recompute
+  bool all = false;                   ///< every budget got its least-recompute plan
+  bool timed_out = false;             ///< the time limit ended the sampling
+};
+
+/// Recompute times summed in different orders differ in their last bits; a
+/// frontier point must save more than that over the point before it.
+inline bool saves_recompute(double candidate, double best) noexcept {
+  return std::isinf(best) ? candidate < best : candidate < best - 1e-12 * best;
+}
+
+struct dp_label {
+  std::uint64_t kept;
+  std::uint64_t peak;
+  double recompute;
+  std::uint32_t state;      // the lower set it belongs to
+  std::uint32_t previous;   // label it extends (npos for the start)
+};
+
+/// Labels over the states and stages of a stage_graph.
+class dp_engine : public stage_graph {
+ public:
+  dp_engine(const graph& g, const dp_options& options) : stage_graph(g, options) {}
+
+  /// Phase 2: the least peak of any chain of kept stages, in one backward
+  /// pass. A chain run from a state holding K kept bytes peaks at K plus a
+  /// part that depends on the chain only: max(p₁, k₁ + the part of the rest),
+  /// rising with the rest's part, so the least part of each state composes
+  /// from the least parts of its successors (stage costs do not depend on what
+  /// was kept, only on how much).
+  std::uint64_t least_peak(std::uint32_t final) const { return least_rests(final, unreachable)[0]; }
+
+  /// Per state, the least r over chains of stages within `budget` from it to
+  /// `final` (unreachable if none): such a chain run from a state holding K
+  /// kept bytes peaks at K + r.
+  std::vector<std::uint64_t> least_rests(std::uint32_t final, std::uint64_t budget) const {
+    std::vector<std::uint64_t> rest(states_.size(), unreachable);
+    rest[final] = 0;
+    // a stage's target is expanded after its source, so its stages come later
+    for (auto t = transitions_.rbegin(); t != transitions_.rend(); ++t)
+      if (rest[t->to] != unreachable && t->peak <= budget)
+        rest[t->from] = std::min(rest[t->from], std::max(t->peak, t->kept_added + rest[t->to]));
+    return rest;
+  }
+
+  /// The states of a least-kept-bytes chain within `budget` (empty if none).
+  std::vector<std::uint32_t> least_kept_path(std::uint64_t budget, std::uint32_t final) {
+    std::vector<std::uint64_t> best(states_.size(), unreachable);
+    std::vector<std::uint32_t> via(states_.size(), npos);
+    best[0] = 0;
+    for (const transition& t : transitions_)
+      if (best[t.from] != unreachable && best[t.from] + t.peak <= budget && best[t.from] + t.kept_added < best[t.to]) {
+        best[t.to] = best[t.from] + t.kept_added;
+        via[t.to] = t.from;
+      }
+    if (best[final] == unreachable) return {};
+    std::vector<std::uint32_t> chain{final};
+    while (chain.back() != 0) chain.push_back(via[chain.back()]);
+    std::reverse(chain.begin(), chain.end());
+    return chain;
+  }
+
+  /// The figures of a chain of states (the stages between them).
+  std::pair<std::uint64_t, double> chain_figures(const std::vector<std::uint32_t>& chain) const {
+    std::uint64_t kept = 0, peak = 0;
+    double recompute = 0;
+    std::size_t k = 0;
+    for (const transition& t : transitions_) {
+      if (k + 1 >= chain.size()) break;
+      if (t.from == chain[k] && t.to == chain[k + 1]) {
+        peak = std::max(peak, kept + t.peak);
+        kept += t.kept_added;
+        recompute += t.recompute;
+        ++k;
+      }
+    }
+    return {peak, recompute};
+  }
+
+  /// Phase 3: Pareto labels (kept, peak, recompute) within `budget`; returns
+  /// the final state's front. In three dimensions, a label is dropped when a
+  /// plan in `known` beats everything it can still become. `known_recompute`:
+  /// the recompute of a plan known to fit the budget (labels that cannot
+  /// beat it are dropped, ties kept).
+  std::vector<dp_label> labels_within(std::uint64_t budget, std::uint32_t final, bool two_dimensional,
+                                      const known_points& known = {},
+                                      double known_recompute = std::numeric_limits<double>::infinity()) {
+    two_dimensional_ = two_dimensional;
+    labels_capped_ = false;
+    // Backward over the kept stages: the largest kept bytes from which each
+    // state can still finish within the budget, and the least recompute left.
+    const std::size_t count = states_.size();
+    std::vector<std::uint64_t> most_kept(count, 0);
+    std::vector<char> finishes(count, 0);
+    std::vector<double> least_left(count, std::numeric_limits<double>::infinity());
+    finishes[final] = 1;
+    most_kept[final] = unreachable;
+    least_left[final] = 0;
+    for (std::size_t k = transitions_.size(); k-- > 0;) {
+      const transition& t = transitions_[k];
+      if (!finishes[t.to] || t.peak > budget || most_kept[t.to] < t.kept_added) continue;
+      const std::uint64_t here = std::min(budget - t.peak, most_kept[t.to] - t.kept_added);
+      if (!finishes[t.from] || here > most_kept[t.from]) most_kept[t.from] = here;
+      finishes[t.from] = 1;
+      least_left[t.from] = std::min(least_left[t.from], t.recompute + least_left[t.to]);
+    }
+    // Up to flat_kept[s] kept bytes, a state still finishes with its least
+    // recompute left (over stages that reach it). Labels there differ only in
+    // recompute, so one of them dominates every label at s that recomputes
+    // more, whatever it keeps: where memory is slack (the cheap tail of a
+    // ResNet) the Pareto fronts collapse to a point.
+    std::vector<std::uint64_t> flat_kept(count, 0);
+    std::vector<char> flat(count, 0);
+    flat[final] = 1;
+    flat_kept[final] = unreachable;
+    for (std::size_t k = transitions_.size(); k-- > 0;) {
+      const transition& t = transitions_[k];
+      if (!flat[t.to] || t.peak > budget || flat_kept[t.to] < t.kept_added ||
+          t.recompute + least_left[t.to] != least_left[t.from])
+        continue;
+      const std::uint64_t here = std::min(budget - t.peak, flat_kept[t.to] - t.kept_added);
+      if (!flat[t.from] || here > flat_kept[t.from]) flat_kept[t.from] = here;
+      flat[t.from] = 1;
+    }
+    std::vector<double> flat_best(count, std::numeric_limits<double>::infinity());
+    // Three dimensions: from a state holding K kept bytes, every way to finish
+    // peaks at K + least_rest or more, so a label's peak may be raised to
+    // that without changing what any completion of it peaks at. Labels below
+    // that line then differ only in kept bytes and recompute, and dominate
+    // each other far more often.
+    const std::vector<std::uint64_t> least_rest =
+        two_dimensional ? std::vector<std::uint64_t>{} : least_rests(final, budget);
+    // Any complete plan bounds the recompute: follow the least-kept stages.
+    std::vector<std::uint64_t> kept(count, unreachable);
+    std::vector<double> spent(count, 0);
+    kept[0] = 0;
+    for (const transition& t : transitions_) {
+      if (kept[t.from] == unreachable || kept[t.from] + t.peak > budget || kept[t.from] > most_kept[t.from]) continue;
+      const std::uint64_t next = kept[t.from] + t.kept_added;
+      if (next < kept[t.to] || (next == kept[t.to] && spent[t.from] + t.recompute < spent[t.to])) {
+        kept[t.to] = next;
+        spent[t.to] = spent[t.from] + t.recompute;
+      }
+    }
+    const double recompute_bound =
+        std::min(known_recompute, kept[final] == unreachable ? std::numeric_limits<double>::infinity() : spent[final]);
+
+    labels_.clear();
+    fronts_.assign(count, {});
+    pending_.assign(two_dimensional ? 0 : count, {});
+    pending_total_ = 0;
+    push_label(0, {0, 0, 0, 0, npos});
+    for (const transition& t : transitions_) {
+      if (!two_dimensional && !pending_[t.from].empty()) settle(t.from);
+      if (fronts_[t.from].empty() || !finishes[t.to]) continue;
+      const std::vector<std::uint32_t>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
+      auto first = front.begin(), last = front.end();
+      if (two_dimensional) {
+        // The staircase rises in kept bytes and falls in recompute, and each
+        // test that drops a label cuts one end of it: search for the rest. A
+        // flat label dominates by more than rounding (the two may finish on
+        // different stages).
+        first = std::partition_point(first, last, [&](std::uint32_t i) {
+          const double r = labels_[i].recompute;
+          return saves_recompute(flat_best[t.from], r) ||
+                 r + t.recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300;
+        });
+        last = std::partition_point(first, last, [&](std::uint32_t i) {
+          const std::uint64_t k = labels_[i].kept;
+          return k + t.peak <= budget && k + t.kept_added <= most_kept[t.to];
+        });
+      }
+      for (auto at = first; at != last; ++at) {
+        const std::uint32_t i = *at;
+        const dp_label x = labels_[i];
+        const std::uint64_t next_kept = x.kept + t.kept_added;
+        std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
+        if (!two_dimensional && least_rest[t.to] != unreachable) peak = std::max(peak, next_kept + least_rest[t.to]);
+        const double recompute = x.recompute + t.recompute;
+        if (peak > budget || next_kept > most_kept[t.to]) continue;
+        if (!two_dimensional && beaten(known, peak, recompute + least_left[t.to])) continue;
+        // A label that cannot beat a known complete plan is dropped; ties are kept
+        // (they may have the lower peak the tie-break prefers).
+        if (recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300) continue;
+        if (two_dimensional) {
+          if (saves_recompute(flat_best[t.to], recompute)) continue;
+          if (flat[t.to] && next_kept <= flat_kept[t.to]) flat_best[t.to] = std::min(flat_best[t.to], recompute);
+        }
+        push_label(t.to, {next_kept, peak, recompute, t.to, i});
+        if (time_is_up()) break;  // a three-dimensional push can settle a front of thousands
+      }
+      if (labels_.size() + pending_total_ > options_.max_labels || time_is_up()) {
+        labels_capped_ = true;
+        return {};
+      }
+    }
+    if (!two_dimensional && !pending_[final].empty()) settle(final);
+    std::vector<dp_label> out;
+    for (std::uint32_t i : fronts_[final]) out.push_back(labels_[i]);
+    stats_.labels = labels_.size();
+    return out;
+  }
+
+  /// Complete plans along the frontier within `budget`, cheaply: the least
+  /// recompute (two-dimensional labels) at `samples` budgets from the least
+  /// peak up to the peak of the least-recompute plan. Where a budget's labels
+  /// outgrow their cap or the time limit, `stand_in` decides: take a
+  /// least-kept plan within it, marked as not proven least recompute, and go
+  /// on (unless the time is up), or end the sampling there.
+  frontier_sampling sample_frontier(std::uint32_t final, std::uint64_t budget, std::uint64_t samples, bool stand_in) {
+    frontier_sampling out;
+    constexpr double none = std::numeric_limits<double>::infinity();
+    // Adds the plan for `within` (`fits`: the recompute of a plan known to fit
+    // it); false when the sampling ends.
+    auto sample = [&](std::uint64_t within, double fits) {
+      const std::vector<dp_label> front = labels_within(within, final, true, {}, fits);
+      out.timed_out = stats_.time_limit_reached;
+      if (!front.empty()) {
+        const dp_label best = *std::min_element(front.begin(), front.end(), [](const auto& x, const auto& y) {
+          return x.recompute != y.recompute ? x.recompute < y.recompute : x.peak < y.peak;
+        });
+        out.plans.push_back({best.peak, best.recompute, stages_of(best), {}});
+        return true;
+      }
+      out.all = false;
+      if (!stand_in) return false;
+      const std::vector<std::uint32_t> chain = least_kept_path(within, final);
+      if (chain.empty()) return false;
+      const auto [peak, recompute] = chain_figures(chain);
+      out.plans.push_back({peak, recompute, stages_of_chain(chain), {}, false});
+      return !out.timed_out;
+    };
+    const std::uint64_t low = least_peak(final);
+    out.all = low <= budget;
+    if (out.all && sample(low, none)) {
+      double fits = out.plans.back().recompute;  // the least-peak plan fits every budget above it
+      if (sample(budget, none)) {
+        const std::uint64_t high = out.plans.back().peak;
+        // Rising budgets: a plan within the last one fits the next, so its
+        // recompute bounds the next one's labels.
+        for (std::uint64_t i = 1; i < samples && high > low; ++i) {
+          if (!sample(low + (high - low) / samples * i, fits)) break;
+          fits = out.plans.back().recompute;
+        }
+      }
+    }
+    known_points figures;
+    for (const frontier_point& p : out.plans) figures.emplace_back(p.peak, p.recompute);
+    std::sort(figures.begin(), figures.end());
+    for (const auto& point : figures)
+      if (out.staircase.empty() || point.second < out.staircase.back().second) out.staircase.push_back(point);
+    return out;
+  }
+
+  /// The stage assignment a label was reached by.
+  std::vector<std::uint32_t> stages_of(const dp_label& label) const {
+    std::vector<std::uint32_t> chain{label.state};
+    for (std::uint32_t l = label.previous; l != npos; l = labels_[l].previous) chain.push_back(labels_[l].state);
+    std::reverse(chain.begin(), chain.end());
+    return stages_of_chain(chain);
+  }
+
+  /// The stage assignment of a chain of states.
+  std::vector<std::uint32_t> stages_of_chain(const std::vector<std::uint32_t>& chain) const {
+    std::vector<std::uint32_t> stage_of(g_.size(), 0);
+    for (std::size_t k = 1; k < chain.size(); ++k) {
+      const state& now = states_[chain[k]];
+      const state& before = states_[chain[k - 1]];
+      for (node_id v = 0; v < g_.size(); ++v)
+        if (!g_.is_input(v) && in_state(now, v) && !in_state(before, v)) stage_of[v] = static_cast<std::uint32_t>(k - 1);
+    }
+    return stage_of;
+  }
+
+  bool labels_capped() const noexcept { return labels_capped_; }
+
+ private:
+  // Two-dimensional fronts (kept, recompute) suffice for the memory objective
+  // (every complete plan within the least peak has that peak) and the time
+  // objective (the peak only has to stay within the budget); they are kept as a
+  // staircase sorted by kept bytes with strictly falling recompute. The full
+  // frontier needs the peak too, and uses a plain list.
+  void push_label(std::uint32_t s, dp_label label) {
+    auto& front = fronts_[s];
+    if (two_dimensional_) {
+      auto kept_less = [&](std::uint32_t i, std::uint64_t kept) { return labels_[i].kept < kept; };
+      auto at = std::lower_bound(front.begin(), front.end(), label.kept, kept_less);
+      // the label before (less kept) or at the same kept bytes may dominate
+      if (at != front.end() && labels_[*at].kept == label.kept && labels_[*at].recompute <= label.recompute) return;
+      if (at != front.begin() && labels_[*(at - 1)].recompute <= label.recompute) return;
+      auto end = at;
+      while (end != front.end() && labels_[*end].recompute >= label.recompute) ++end;
+      const auto index = static_cast<std::uint32_t>(labels_.size());
+      labels_.push_back(label);
+      if (end == at) {
+        front.insert(at, index);
+      } else {
+        *at = index;
+        front.erase(at + 1, end);
+      }
+      return;
+    }
+    // Three dimensions: labels wait until the front is needed (or they
+    // outnumber it), then are settled together.
+    std::vector<dp_label>& pending = pending_[s];
+    pending.push_back(label);
+    ++pending_total_;
+    if (pending.size() >= std::max<std::size_t>(4096, 2 * front.size())) settle(s);
+  }
+
+  // Whether a known plan peaks no higher than `peak` and recomputes less than
+  // `recompute` by more than rounding: then a label that peaks and recomputes
+  // at least that much cannot add a point to the frontier.
+  static bool beaten(const known_points& known, std::uint64_t peak, double recompute) {
+    const auto above = std::upper_bound(known.begin(), known.end(), peak,
+                                        [](std::uint64_t p, const auto& point) { return p < point.first; });
+    return above != known.begin() && std::prev(above)->second < recompute * (1 - 4e-12);
+  }
+
+  // The three-dimensional front of s from its front and the labels pending
+  // there, as pushing them one by one would leave it: a label is dropped when
+  // another keeps, peaks and recomputes no more (on a tie the earlier one
+  // stays). Sorted by kept bytes, a label is dropped exactly when one before
+  // it peaks and recomputes no more, which a staircase of (peak, recompute)
+  // answers in O(log): O(N log N) for N labels instead of a scan of the front
+  // per label, which dominated the frontier's time.
+  void settle(std::uint32_t s) {
+    struct candidate {
+      dp_label label;
+      std::uint32_t index;  // in labels_, or npos while pending
+    };
+    std::vector<std::uint32_t>& front = fronts_[s];
+    std::vector<dp_label>& pending = pending_[s];
+    std::vector<candidate> candidates;
+    candidates.reserve(front.size() + pending.size());
+    for (std::uint32_t i : front) candidates.push_back({labels_[i], i});
+    for (const dp_label& l : pending) candidates.push_back({l, npos});
+    pending_total_ -= pending.size();
+    pending = {};
+    std::stable_sort(candidates.begin(), candidates.end(), [](const candidate& x, const candidate& y) {
+      if (x.label.kept != y.label.kept) return x.label.kept < y.label.kept;
+      if (x.label.peak != y.label.peak) return x.label.peak < y.label.peak;
+      return x.label.recompute < y.label.recompute;
+    });
+    std::map<std::uint64_t, double> staircase;  // peak → recompute, falling as the peak rises
+    front.clear();
+    for (const candidate& c : candidates) {
+      const std::uint64_t peak = c.label.peak;
+      const double recompute = c.label.recompute;
+      const auto above = staircase.upper_bound(peak);
+      if (above != staircase.begin() && std::prev(above)->second <= recompute) continue;
+      const auto first = staircase.lower_bound(peak);
+      auto last = first;
+      while (last != staircase.end() && last->second >= recompute) ++last;
+      staircase.emplace_hint(staircase.erase(first, last), peak, recompute);
+      if (c.index != npos) {
+        front.push_back(c.index);
+      } else {
+        front.push_back(static_cast<std::uint32_t>(labels_.size()));
+        labels_.push_back(c.label);
+      }
+    }
+  }
+
+  bool two_dimensional_ = true;
+  bool labels_capped_ = false;
+
+  block_vector<dp_label> labels_;
+  std::vector<std::vector<std::uint32_t>> fronts_;
+  std::vector<std::vector<dp_label>> pending_;  // three-dimensional labels not yet settled, per state
+  std::uint64_t pending_total_ = 0;
+};
+
+}  // namespace remat::detail

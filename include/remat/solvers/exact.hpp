@@ -1,0 +1,406 @@
+#pragma once
+
+/// \file
+/// The `exact` method: the least-peak (or least-recompute) stage plan, proven
+/// optimal over all stage plans wherever the proof is affordable, and the best
+/// plan with a lower bound elsewhere. A portfolio:
+///
+/// 1. Regular training already at the per-op floor: nothing can do better.
+/// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
+///    of them (solve_dp, three quarters of the time); `optimal` when it
+///    completes.
+/// 3. Otherwise (or when it stopped): the best plan of `chain`, `mincut`,
+///    `ogc` and (up to 600 nodes) `approx`, each called directly with a share
+///    of the time. Each new best plan gets a search below its peak bounded by
+///    that peak (prove_least_peak): when it completes the peak is proven least
+///    (recompute not minimised).
+/// 4. An unproven plan gets a lower bound above the per-op floor from a
+///    subgraph's least peak (subgraph_bound.hpp), within `bound_time_limit`.
+///
+/// With order `best` (and `automatic` past the cap) the whole portfolio runs
+/// in the graph's order and, with the time left, in the consumers-first order
+/// (solvers/orders.hpp); the better plan wins and the bounds hold for both.
+/// Its `optimal` covers stage plans only: kept-set plans (kept_search.hpp) are
+/// another family and can peak lower.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <remat/analysis/bounds.hpp>
+#include <remat/analysis/lower_sets.hpp>
+#include <remat/analysis/orders.hpp>
+#include <remat/graph/graph.hpp>
+#include <remat/plan/solution.hpp>
+#include <remat/solvers/approx.hpp>
+#include <remat/solvers/baselines.hpp>
+#include <remat/solvers/chain.hpp>
+#include <remat/solvers/common.hpp>
+#include <remat/solvers/dp.hpp>
+#include <remat/solvers/mincut.hpp>
+#include <remat/solvers/ogc.hpp>
+#include <remat/solvers/orders.hpp>
+#include <remat/solvers/subgraph_bound.hpp>
+#include <remat/time_budget.hpp>
+#include <remat/units.hpp>
+
+namespace remat {
+
+struct exact_options {
+  objective goal = objective::memory;
+  std::uint64_t budget = no_budget;  ///< the time objective's byte budget
+  /// Above this many lower sets the programme over all of them gives way to
+  /// the fallbacks (branchy graphs past ~2·10⁴ lower sets take it from
+  /// seconds to minutes).
+  std::uint64_t max_lower_sets = 20000;
+  time_budget time;
+  bool preserve_gradient_order = true;
+  /// The most an unproven plan's lower bound may take (subgraph_bound.hpp),
+  /// within the time budget; 0 keeps the per-op floor.
+  std::chrono::milliseconds bound_time_limit{250};
+  /// `best`: both orders; `automatic`: both past `max_lower_sets` only.
+  order_choice order = order_choice::automatic;
+};
+
+namespace detail {
+
+// Too many lower sets for the exact programme, but the search for a plan
+// below the best one found is bounded by that plan's peak, and the bound can
+// cut it short (on Inception v3 the first layers alone need nearly all of
+// it). When it is complete and finds nothing, the best plan's peak is the
+// least; when it finds a plan, that plan has the least peak and replaces it
+// (either way the recompute is not minimised). It may visit as many lower
+// sets and stages as `max_lower_sets`. Returns why the peak was not proven
+// (empty when it was).
+inline std::string prove_least_peak(const graph& g, const exact_options& options, const time_budget& time,
+                                    solution& s) {
+  if (s.claimed_peak == 0) return "no plan to search below";
+  if (time.expired()) return "no time was left to search for a plan below its peak";
+  dp_options below;
+  below.goal = objective::memory;
+  below.budget = s.claimed_peak - 1;
+  below.peak_only = true;
+  below.max_states = options.max_lower_sets;
+  below.max_transitions = options.max_lower_sets;
+  below.time = time;
+  below.preserve_gradient_order = options.preserve_gradient_order;
+  const dp_result search = solve_dp(g, dp_family::exact, below);
+  const std::string searched = std::to_string(search.stats.lower_sets) + " lower sets and " +
+                               std::to_string(search.stats.transitions) + " stages";
+  if (!search.complete) {
+    s.stats.cap_reached = s.stats.cap_reached || search.stats.cap_reached;
+    s.stats.time_limit_reached = s.stats.time_limit_reached || search.stats.time_limit_reached;
+    return "a search for a plan below its peak stopped at " +
+           (search.stats.time_limit_reached ? std::string("the time limit")
+                                                   : "its cap of " + std::to_string(options.max_lower_sets) +
+                                                         " lower sets and stages") +
+           " after " + searched;
+  }
+  // The search is the exact programme below the bound: a plan it finds has
+  // the least peak of all stage plans, and finding none proves s's peak least.
+  const bool found = search.result.status != solve_status::infeasible;
+  if (found) s = search.result;
+  s.status = solve_status::optimal;
+  s.peak_lower_bound = s.claimed_peak;
+  s.message = (found ? "least peak found by a search below the best fallback plan (" + searched + ")"
+                     : "least peak proven: no stage plan peaks below this one (a search bounded by its peak "
+                       "ended after " + searched + ")") +
+              "; its recompute is not minimised among least-peak plans, the graph having more than " +
+              std::to_string(options.max_lower_sets) + " lower sets";
+  return {};
+}
+
+// The budget of a lower bound: `bound_time_limit`, within `time`.
+inline time_budget bound_budget(const exact_options& options, const time_budget& time) {
+  return time_budget::within(options.bound_time_limit).at_most(time);
+}
+
+// Lifts s's peak bound above the per-op floor with a subgraph's least peak
+// when a plan is not proven (the memory objective only: the bound is on the
+// peak). A bound that meets the plan's peak proves it least. Returns what the
+// bound is, for the message.
+inline std::string raise_peak_bound(const graph& g, const exact_options& options, const time_budget& time,
+                                    solution& s) {
+  const std::string floor_said = "the lower bound is the per-op floor";
+  if (options.goal != objective::memory || options.bound_time_limit.count() <= 0 || time.expired()) return floor_said;
+  subgraph_bound_options within;
+  within.time = bound_budget(options, time);
+  const subgraph_bound bound = subgraph_peak_bound(g, within);
+  if (bound.nodes == 0 || bound.bytes <= s.peak_lower_bound) return floor_said + " (no subgraph tried bound it higher)";
+  const std::string subgraph = "a subgraph of " + std::to_string(bound.nodes) + " nodes and " +
+                               std::to_string(bound.lower_sets) + " lower sets";
+  // The bound never exceeds the least peak, so it cannot pass the plan's.
+  s.peak_lower_bound = std::min(bound.bytes, s.claimed_peak);
+  if (s.peak_lower_bound == s.claimed_peak) {
+    s.status = solve_status::optimal;
+    return "least peak proven: the least peak of " + subgraph +
+           " equals it (recompute not minimised among least-peak plans)";
+  }
+  return "the lower bound " + format_bytes(bound.bytes) +
+         (bound.subgraph_optimum ? " is the least peak of " + subgraph
+                                 : ": no stage plan of " + subgraph + " peaks below it") +
+         (bound.stopped ? " (the bound's search stopped at its time limit)" : "");
+}
+
+// No fallback plan meets the budget, and beyond the cap nothing says whether
+// another plan would. A lower bound above the budget (the per-op floor, or a
+// subgraph's least peak: subgraph_bound.hpp) proves it infeasible; otherwise
+// the answer is `stopped`, with what is known either side of the budget.
+inline solution budget_out_of_reach(const graph& g, const exact_options& options, const time_budget& time,
+                                    std::uint64_t known_feasible, const std::string& why_not_exact) {
+  solution s;
+  const std::string budget = "the budget of " + format_bytes(options.budget);
+  const std::string known =
+      known_feasible == std::numeric_limits<std::uint64_t>::max()
+          ? std::string()
+          : "; the least feasible budget is at most " + format_bytes(known_feasible) + " (" +
+                std::to_string(known_feasible) + " bytes), where a fallback plan peaks";
+  if (known_feasible != std::numeric_limits<std::uint64_t>::max()) s.known_feasible_budget = known_feasible;
+  subgraph_bound bound;
+  bound.bytes = per_op_floor(g).bytes;
+  if (bound.bytes <= options.budget && options.bound_time_limit.count() > 0 && !time.expired()) {
+    subgraph_bound_options refute;
+    refute.stop_above = options.budget;
+    refute.time = bound_budget(options, time);
+    bound = subgraph_peak_bound(g, refute);
+  }
+  s.peak_lower_bound = bound.bytes;
+  const std::string subgraph = "a subgraph of " + std::to_string(bound.nodes) + " nodes and " +
+                               std::to_string(bound.lower_sets) + " lower sets";
+  if (bound.bytes > options.budget) {
+    s.status = solve_status::infeasible;
+    s.message = "no stage plan peaks within " + budget + ": " +
+                (bound.nodes == 0 ? "the per-op floor is " + format_bytes(bound.bytes)
+                                  : "no plan of " + subgraph + " does, so none of the graph") +
+                known;
+    return s;
+  }
+  s.status = solve_status::stopped;
+  s.message = "no plan within " + budget + " found, and none ruled out: " + why_not_exact +
+              ", no fallback plan fits, and every plan peaks at " +
+              format_bytes(bound.bytes) + " or more (" +
+              (bound.nodes == 0 ? std::string("the per-op floor")
+                                : (bound.subgraph_optimum ? "the least peak of " : "no plan of ") + subgraph +
+                                      (bound.subgraph_optimum ? "" : " peaks lower")) +
+              ")" + known;
+  return s;
+}
+
+// What `exact` tried before it found no proof, for the message the subgraph
+// bound completes (finish_unproven).
+struct unproven_exact {
+  std::string tried;     // what limited it and which fallbacks ran
+  std::string searched;  // why the search below the best plan did not prove it
+  bool over_cap = false; // the graph has more lower sets than max_lower_sets (or counting them ran out of time)
+};
+
+// The last step of `exact` on an unproven plan: a subgraph's bound
+// (raise_peak_bound) and the message saying what was tried.
+inline void finish_unproven(const graph& g, const exact_options& options, const time_budget& time, solution& s,
+                            const unproven_exact& why) {
+  const std::string bound = raise_peak_bound(g, options, time, s);
+  s.message = why.tried + (s.status == solve_status::optimal ? "" : ", none proven optimal") +
+              (why.searched.empty() ? "" : "; " + why.searched) + "; " + bound;
+}
+
+// One fallback method within `time`, called directly.
+inline solution run_fallback(const graph& g, std::string_view method, const exact_options& options,
+                             const time_budget& time) {
+  solution s;
+  if (method == "mincut") {
+    mincut_options m;
+    m.goal = options.goal;
+    m.budget = options.budget;
+    m.preserve_gradient_order = options.preserve_gradient_order;
+    m.time = time;
+    s = solve_mincut(g, m);
+  } else if (method == "ogc") {
+    ogc_options o;
+    o.budget = options.budget;
+    o.time = time;
+    s = solve_ogc(g, o);
+  } else {
+    stage_dp_options d;
+    d.goal = options.goal;
+    d.budget = options.budget;
+    d.max_lower_sets = options.max_lower_sets;
+    d.time = time;
+    d.preserve_gradient_order = options.preserve_gradient_order;
+    s = method == "chain" ? solve_chain(g, d) : solve_approx(g, d);
+  }
+  s.best.method = std::string(method);
+  return s;
+}
+
+// `exact` on g as numbered (options.order is not looked at). With `defer`,
+// an unproven plan is returned before its subgraph bound, what it tried in
+// *defer (left empty otherwise), for the caller to finish; it also says
+// there whether the graph is past the lower-set cap.
+inline solution exact_in_id_order(const graph& g, const exact_options& options, unproven_exact* defer = nullptr) {
+  const auto start = std::chrono::steady_clock::now();
+  const time_budget& time = options.time;
+  // The lower bound after the fallbacks (raise_peak_bound,
+  // budget_out_of_reach) keeps its share of the time.
+  const auto reserve = std::min<time_budget::clock::duration>(
+      options.bound_time_limit, time.limited() ? time.left() / 4 : time_budget::clock::duration::max());
+  solution s;
+  auto done = [&] {
+    s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return s;
+  };
+  // Regular training recomputes nothing. When its peak already meets the
+  // per-op floor, no plan is lower or recomputes less, on any graph size.
+  if (solution regular = solve_none(g, {.budget = options.budget});
+      regular.status == solve_status::feasible && regular.claimed_peak == regular.peak_lower_bound) {
+    s = std::move(regular);
+    s.status = solve_status::optimal;
+    s.recompute_lower_bound = 0;
+    s.message = "regular training already peaks at the per-op floor; nothing to recompute";
+    s.best.method = "exact";
+    return done();
+  }
+  const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+  lower_set_options count;
+  count.max_count = options.max_lower_sets + 1;
+  count.constraints = &order;
+  count.time = time;
+  const lower_set_count lower_sets = count_lower_sets(g, count);
+  if (defer) defer->over_cap = lower_sets.status != enumeration_status::complete;
+  if (lower_sets.status == enumeration_status::complete) {
+    // The exact programme gets three quarters of the time; the fallbacks
+    // share what is left, so the whole call keeps to the budget.
+    stage_dp_options exact_part;
+    exact_part.goal = options.goal;
+    exact_part.budget = options.budget;
+    exact_part.max_lower_sets = options.max_lower_sets;
+    exact_part.time = time.share(3, 4);
+    exact_part.preserve_gradient_order = options.preserve_gradient_order;
+    s = solve_dp(g, exact_part);
+    s.stats.set("lower sets", lower_sets.count);
+    const bool stopped = s.stats.cap_reached || s.stats.time_limit_reached;
+    if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) return done();
+  }
+  // Too many lower sets (or stopped): the best of the restricted families
+  // (the principal family costs O(n²·(n + m)), so only on moderate graphs),
+  // the min-cut stages and Feng & Huang's division search.
+  const std::uint64_t floor = per_op_floor(g).bytes;
+  // Each new best plan gets a bounded search below its peak (see
+  // prove_least_peak); once its peak is proven least no fallback can beat it.
+  const bool provable = lower_sets.status != enumeration_status::complete && options.goal == objective::memory;
+  bool proven = false;
+  std::string unproven;
+  std::uint64_t known_feasible = std::numeric_limits<std::uint64_t>::max();  // a budget some fallback plan meets
+  std::vector<std::string_view> fallbacks{"chain", "mincut", "ogc"};
+  const time_budget fallback_time = time.less(reserve);
+  if (g.size() <= 600) fallbacks.push_back("approx");
+  for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
+    solution other =
+        run_fallback(g, fallbacks[i], options, fallback_time.share(1, static_cast<std::int64_t>(fallbacks.size() - i)));
+    if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
+      if (other.smallest_feasible_budget) known_feasible = std::min(known_feasible, other.smallest_feasible_budget);
+      if (!other.best.steps.empty()) known_feasible = std::min(known_feasible, other.figures.peak_bytes);
+      continue;
+    }
+    const bool better = s.best.steps.empty() || s.status == solve_status::infeasible ||
+                        rank_plan(other.claimed_peak, other.claimed_recompute, options.goal) <
+                            rank_plan(s.claimed_peak, s.claimed_recompute, options.goal);
+    if (!better) continue;
+    s = std::move(other);
+    s.peak_lower_bound = floor;
+    if (provable) {
+      s.status = solve_status::feasible;
+      unproven = detail::prove_least_peak(g, options, fallback_time, s);
+      proven = s.status == solve_status::optimal;
+    }
+  }
+  const std::string why_not_exact =
+      lower_sets.status == enumeration_status::complete
+          ? std::string("the exact search stopped at its cap or time limit")
+          : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets";
+  if (s.best.steps.empty() || s.status == solve_status::infeasible) {
+    const solve_stats searched = s.stats;
+    s = detail::budget_out_of_reach(g, options, time, known_feasible, why_not_exact);
+    s.stats = searched;
+    return done();
+  }
+  s.best.method = "exact";
+  if (!proven) {
+    if (s.status == solve_status::optimal) s.status = solve_status::feasible;
+    s.stats.cap_reached = s.stats.cap_reached || lower_sets.status == enumeration_status::cap_reached;
+    s.stats.time_limit_reached = s.stats.time_limit_reached || lower_sets.status == enumeration_status::time_limit_reached;
+    const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
+                                 (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
+                             unproven, lower_sets.status != enumeration_status::complete};
+    if (defer) *defer = why;
+    else finish_unproven(g, options, time, s, why);
+  }
+  return done();
+}
+
+}  // namespace detail
+
+/// The `exact` method (see the file comment). Never throws for a hard
+/// instance: caps and the time budget give `feasible` with the best plan and
+/// a bound; an impossible budget gives `infeasible` with the smallest
+/// feasible budget (or, past the cap, a bound that refutes it); a budget no
+/// plan found meets and no bound refutes gives `stopped`.
+inline solution solve_exact(const graph& g, const exact_options& options = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  auto finished = [&](solution s) {
+    s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return s;
+  };
+  if (options.order == order_choice::graph) return finished(detail::exact_in_id_order(g, options));
+  if (options.order == order_choice::consumers_first) {
+    const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
+    return finished(solve_in_order(g, order, [&](const graph& h) { return detail::exact_in_id_order(h, options); }));
+  }
+  // The graph's order first, with the whole budget; the other order
+  // (`automatic`: only past the lower-set cap, which the first solve counted)
+  // with what is left, when that is at least what the first took (else the
+  // graph's order alone: on a very large NAS stack with a small limit, halving
+  // the time left both orders' fallbacks too little to find a plan). An
+  // unproven plan's subgraph bound waits until the better plan is known,
+  // which gets the whole bound time.
+  const time_budget& time = options.time;
+  detail::unproven_exact why_graph, why_other;
+  solution first = detail::exact_in_id_order(g, options, &why_graph);
+  const auto first_took = std::chrono::steady_clock::now() - start;
+  // No order goes below the per-op floor, and none recomputes less than nothing.
+  const bool unbeatable = first.status == solve_status::optimal &&
+                          (options.goal == objective::memory ? first.claimed_peak == per_op_floor(g).bytes
+                                                             : first.claimed_recompute == 0);
+  std::vector<node_id> order;
+  if (!unbeatable && time.left() >= first_took && (options.order == order_choice::best || why_graph.over_cap))
+    order = consumers_first(g, options.preserve_gradient_order);
+  if (order.empty() || is_id_order(order)) {
+    if (!why_graph.tried.empty()) detail::finish_unproven(g, options, time, first, why_graph);
+    return finished(std::move(first));
+  }
+  const graph h = reorder_graph(g, order);
+  solution second = map_back(detail::exact_in_id_order(h, options, &why_other), g, order);
+  const bool other_wins = beats(second, first, options.goal);
+  solution& winner = other_wins ? second : first;
+  solution& loser = other_wins ? first : second;
+  const graph& winner_graph = other_wins ? h : g;
+  const graph& loser_graph = other_wins ? g : h;
+  const detail::unproven_exact& why_winner = other_wins ? why_other : why_graph;
+  if (!why_winner.tried.empty()) detail::finish_unproven(winner_graph, options, time, winner, why_winner);
+  // The other order's plans need a bound too, but only as high as the winner's.
+  const detail::unproven_exact& why_loser = other_wins ? why_graph : why_other;
+  if (!why_loser.tried.empty() && options.goal == objective::memory && options.bound_time_limit.count() > 0 &&
+      !time.expired() && winner.peak_lower_bound > loser.peak_lower_bound) {
+    subgraph_bound_options up_to;
+    up_to.stop_above = winner.peak_lower_bound - 1;
+    up_to.time = detail::bound_budget(options, time);
+    loser.peak_lower_bound =
+        std::max(loser.peak_lower_bound, std::min(subgraph_peak_bound(loser_graph, up_to).bytes, loser.claimed_peak));
+  }
+  return finished(best_of_orders(std::move(first), std::move(second), options.goal));
+}
+
+}  // namespace remat

@@ -1,0 +1,143 @@
+// Execution orders: the builders run any topological order exactly as the
+// graph renumbered to that order runs its id order; the consumers-first order
+// is a valid order that keeps the gradient-order constraints; bad orders are
+// refused by name.
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include <remat/analysis/orders.hpp>
+#include <remat/plan/schedule.hpp>
+#include <remat/plan/simulate.hpp>
+
+#include "../support/random_graphs.hpp"
+#include "../support/small_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+// A random topological order: Kahn's algorithm taking a random ready node.
+std::vector<node_id> random_order(const graph& g, std::mt19937_64& rng) {
+  std::vector<std::size_t> waiting(g.size());
+  std::vector<node_id> ready, order;
+  for (node_id v = 0; v < g.size(); ++v)
+    if ((waiting[v] = g.predecessors(v).size()) == 0) ready.push_back(v);
+  while (!ready.empty()) {
+    const std::size_t pick = rng() % ready.size();
+    const node_id v = ready[pick];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
+    order.push_back(v);
+    for (node_id s : g.successors(v))
+      if (--waiting[s] == 0) ready.push_back(s);
+  }
+  return order;
+}
+
+schedule mapped(schedule steps, const std::vector<node_id>& order) {
+  for (step& s : steps) s.node = order[s.node];
+  return steps;
+}
+
+bool keeps_constraints(const graph& g, const std::vector<node_id>& order, const precedence& constraints) {
+  std::vector<std::size_t> position(g.size());
+  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  for (node_id v = 0; v < g.size(); ++v) {
+    for (node_id s : g.successors(v))
+      if (position[s] < position[v]) return false;
+    for (node_id s : constraints.after[v])
+      if (position[s] < position[v]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_SUITE("execution order") {
+
+TEST_CASE("a schedule in any order is the reordered graph's schedule, step for step (400 random graphs)") {
+  std::mt19937_64 rng(3);
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+    const graph g = test::random_dag(3 + seed % 25, seed, 2 + seed % 6, 1 + seed % 3);
+    const std::vector<node_id> order = random_order(g, rng);
+    const graph h = reorder_graph(g, order);
+    REQUIRE(h.size() == g.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      CHECK(h.node_name(k) == g.node_name(order[k]));
+      CHECK(h.bytes(k) == g.bytes(order[k]));
+      CHECK(h.reads(k) == g.reads(order[k]));
+      CHECK(h.params(k) == g.params(order[k]));
+      CHECK(h.inputs(k).size() == g.inputs(order[k]).size());
+      for (std::size_t i = 0; i < h.inputs(k).size(); ++i) CHECK(order[h.inputs(k)[i]] == g.inputs(order[k])[i]);
+    }
+    const std::vector<std::uint32_t> stage = test::random_stages(g, rng);
+    std::vector<std::uint32_t> stage_in_h(g.size());
+    node_set keep(g.size()), keep_in_h(g.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      stage_in_h[k] = stage[order[k]];
+      if (rng() % 2) {
+        keep.insert(order[k]);
+        keep_in_h.insert(k);
+      }
+    }
+    const schedule staged = schedule_from_stages(g, stage, order);
+    CHECK(staged == mapped(schedule_from_stages(h, stage_in_h), order));
+    const schedule kept = schedule_from_kept(g, keep, order);
+    CHECK(kept == mapped(schedule_from_kept(h, keep_in_h), order));
+    CHECK(simulate(g, staged).peak_bytes == simulate(h, schedule_from_stages(h, stage_in_h)).peak_bytes);
+    // No order and the id order are the same thing.
+    std::vector<node_id> ids(g.size());
+    for (node_id v = 0; v < g.size(); ++v) ids[v] = v;
+    CHECK(schedule_from_stages(g, stage) == schedule_from_stages(g, stage, ids));
+    CHECK(schedule_from_kept(g, keep) == schedule_from_kept(g, keep, ids));
+  }
+}
+
+TEST_CASE("an order that is not a topological order of every node is refused, naming the node") {
+  const graph g = test::chain();  // x -> a -> b -> c
+  const std::vector<std::uint32_t> stage(g.size(), 0);
+  const node_id x = *g.find("x"), a = *g.find("a"), b = *g.find("b"), c = *g.find("c");
+  CHECK_THROWS_WITH_AS((void)schedule_from_stages(g, stage, std::vector<node_id>{x, b, a, c}),
+                       "execution order runs 'b' before its operand 'a'", error);
+  CHECK_THROWS_WITH_AS((void)schedule_from_stages(g, stage, std::vector<node_id>{x, a, a, c}),
+                       "execution order runs 'a' twice", error);
+  CHECK_THROWS_WITH_AS((void)schedule_from_kept(g, node_set(g.size()), std::vector<node_id>{x, a}),
+                       "execution order has 2 nodes; the graph has 4", error);
+  CHECK_THROWS_WITH_AS((void)reorder_graph(g, std::vector<node_id>{x, a, b, 9}),
+                       "execution order names node id 9; the graph has 4 nodes", error);
+}
+
+TEST_CASE("the consumers-first order runs a value's readers until they shrink it, and keeps the gradient order") {
+  // w feeds three readers; r1 -> s1 shrinks it, r2 -> s2 does too, r3 never
+  // does. u is unrelated and comes first in id order.
+  const graph g = test::build("fan", {{"x", "input", {}, 10},
+                                      {"w", "conv2d", {"x"}, 100, backward_reads::inputs},
+                                      {"u", "conv2d", {"x"}, 10, backward_reads::inputs},
+                                      {"r1", "relu", {"w"}, 100, backward_reads::output},
+                                      {"r2", "relu", {"w"}, 100, backward_reads::output},
+                                      {"r3", "relu", {"w"}, 100, backward_reads::output},
+                                      {"s1", "conv2d", {"r1"}, 20, backward_reads::inputs},
+                                      {"s2", "conv2d", {"r2"}, 20, backward_reads::inputs},
+                                      {"s3", "conv2d", {"r3"}, 100, backward_reads::inputs},
+                                      {"y", "add", {"s1", "s2", "s3", "u"}, 100}});
+  const std::vector<node_id> order = consumers_first_order(g, gradient_order_constraints(g));
+  std::vector<std::string> names;
+  for (node_id v : order) names.push_back(g.node_name(v));
+  CHECK(names == std::vector<std::string>{"x", "w", "r1", "s1", "r2", "s2", "u", "r3", "s3", "y"});
+  CHECK(keeps_constraints(g, order, gradient_order_constraints(g)));
+
+  // A chain has nothing to pull: its order is the id order.
+  CHECK(is_id_order(consumers_first_order(test::chain())));
+
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const graph r = test::random_dag(3 + seed % 40, seed, 2 + seed % 6, 1 + seed % 3);
+    const precedence constraints = gradient_order_constraints(r);
+    const std::vector<node_id> o = consumers_first_order(r, constraints);
+    REQUIRE(o.size() == r.size());
+    CHECK(keeps_constraints(r, o, constraints));
+    CHECK(o == consumers_first_order(r, constraints));  // deterministic
+  }
+}
+
+}  // TEST_SUITE

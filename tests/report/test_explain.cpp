@@ -1,0 +1,251 @@
+// remat explain: the forum thread's second network to the byte (the thread's
+// arithmetic, the user's per-op checkpoints, the optimal plan), tensors at a
+// step adding up to the simulator's memory, budgets, the frontier.
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <remat/io/load.hpp>
+#include <remat/report/explain.hpp>
+
+#include "../support/random_graphs.hpp"
+#include "../support/shaped_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+// examples/graphs/forum-cnn-full.json: my_model_full from the thread at batch
+// 100, float32, input 20 × 45 × 43 (channels, height, width).
+graph forum_full() { return io::load_graph(std::string(REMAT_SOURCE_ROOT) + "/examples/graphs/forum-cnn-full.json"); }
+
+const std::vector<std::string> per_op_checkpoints{"conv1", "relu1",  "conv2",  "relu2",  "conv3",  "relu3",
+                                                  "flatten", "param1", "sigmoid", "param2", "param3", "cat"};
+
+std::uint64_t total(const std::vector<live_tensor>& tensors) {
+  std::uint64_t sum = 0;
+  for (const live_tensor& t : tensors) sum += t.bytes;
+  return sum;
+}
+
+}  // namespace
+
+TEST_SUITE("explain") {
+
+TEST_CASE("the forum's second network: the thread's arithmetic, exactly") {
+  const graph g = forum_full();
+  constexpr std::uint64_t batch = 100, f32 = 4, map = 45 * 43;
+  constexpr std::uint64_t in_features = map * 10;  // flatten of conv3's 10 channels
+  static_assert(in_features == 19350);
+  constexpr std::uint64_t out_features = 29913;
+  // "each will take 800MB just to store the weights + 800MB for their
+  // gradients": in fact 578,816,550 weights and 29,913 biases per layer.
+  constexpr std::uint64_t linear_params = (in_features * out_features + out_features) * f32;
+  static_assert(in_features * out_features == 578816550);
+  static_assert(linear_params == 2315385852);  // 2.32 GB, 2.16 GiB: 2.9 times the thread's 800 MB
+  constexpr std::uint64_t conv_params = ((20 * 9 * 50 + 50) + (50 * 9 * 25 + 25) + (25 * 9 * 10 + 10)) * f32;
+  static_assert(conv_params == 36200 + 45100 + 9040);
+  constexpr std::uint64_t params = 3 * linear_params + conv_params;
+  static_assert(params == 6946247896);
+
+  for (const char* linear : {"param1", "param2", "param3"}) CHECK(g.params(*g.find(linear)) == linear_params);
+  CHECK(g.params(*g.find("conv1")) == 36200);
+  CHECK(g.param_bytes() == params);
+  CHECK(g.bytes(*g.find("x")) == batch * 20 * map * f32);
+  CHECK(g.bytes(*g.find("conv1")) == batch * 50 * map * f32);
+  CHECK(g.bytes(*g.find("relu1")) == 38700000);
+  CHECK(g.bytes(*g.find("conv2")) == batch * 25 * map * f32);
+  CHECK(g.bytes(*g.find("conv3")) == batch * 10 * map * f32);
+  CHECK(g.bytes(*g.find("flatten")) == batch * in_features * f32);
+  CHECK(g.bytes(*g.find("param1")) == batch * out_features * f32);
+  CHECK(g.bytes(*g.find("cat")) == batch * 3 * out_features * f32);
+  CHECK(g.bytes(*g.find("target")) == batch * 3 * out_features * f32);
+  CHECK(g.predecessors(*g.find("cat")).size() == 3);
+
+  explain_options o;
+  o.optimizer = optimizer::adam;
+  const explanation e = explain(g, plan_from_checkpoints(g, per_op_checkpoints), o);
+  CHECK(e.optimizer_state == 2 * params);
+
+  // Regular training peaks in relu1's backward: every parameter gradient but
+  // conv1's, relu1's value (its backward reads it), relu1's gradient and the
+  // gradient buffer it opens for conv1, and the inputs x and target.
+  const std::uint64_t inputs = 15480000 + 35895600;
+  const std::uint64_t regular_peak = params + (params - 36200) + inputs + 38700000 + 2 * 38700000;
+  CHECK(regular_peak == 14059935192);
+  CHECK(e.regular.figures.peak_bytes == regular_peak);
+  CHECK(e.regular.peak_bytes() == regular_peak + 2 * params);
+  CHECK(g.node_name(e.regular.p.steps[e.regular.figures.peak_step].node) == "relu1");
+  const training_memory at_peak = e.regular.peak();
+  CHECK(at_peak[memory_part::parameters] == params);
+  CHECK(at_peak[memory_part::parameter_gradients] == params - 36200);
+  CHECK(at_peak[memory_part::optimizer_state] == 2 * params);
+  CHECK(at_peak[memory_part::activations] == 38700000);
+  CHECK(at_peak.largest() == memory_part::optimizer_state);
+  const fate_summary regular_fates = summarize_fates(g, e.regular.p.steps);
+  CHECK(regular_fates.kept == 6);  // relu1, relu2, relu3, flatten, sigmoid, cat: what backwards read
+  CHECK(regular_fates.kept_bytes == 38700000 + 19350000 + 7740000 + 7740000 + 11965200 + 35895600);
+  CHECK(regular_fates.recomputed == 0);
+  CHECK(regular_fates.freed == 7);
+
+  // No plan can save a byte: that is the per-op floor.
+  CHECK(e.floor.bytes == regular_peak);
+  CHECK(e.most_any_plan_saves() == 0);
+  CHECK(e.optimal_is_regular());
+  CHECK(e.saving(e.optimal) == 0);
+  CHECK(e.activation_share() < 0.0014);
+
+  // The user's checkpoints around every single op keep every output: their
+  // peak moves to param1's backward, holding conv1 ... flatten (the sigmoid,
+  // param2 and param3 outputs are freed by then), the three linear layers'
+  // parameter gradients, flatten's gradient and param1's.
+  const std::uint64_t values = 2 * 38700000 + 2 * 19350000 + 3 * 7740000;
+  const std::uint64_t per_op_peak = params + 3 * linear_params + inputs + values + 7740000 + 11965200;
+  CHECK(per_op_peak == 14102806252);
+  REQUIRE(e.chosen);
+  CHECK(e.chosen->figures.peak_bytes == per_op_peak);
+  CHECK(e.saving(*e.chosen) == -42871060);
+  CHECK(e.chosen->figures.recompute_steps == 0);
+  CHECK(summarize_fates(g, e.chosen->p.steps).kept == 12);
+
+  // The thread's advice, one segment from param1 to cat, saves nothing either.
+  const std::vector<std::string> segment{"relu1", "relu2", "relu3", "flatten", "cat"};
+  const explanation advised = explain(g, plan_from_checkpoints(g, segment), o);
+  CHECK(advised.saving(*advised.chosen) == 0);
+  CHECK(advised.chosen->figures.recompute_time > 0);
+
+  // An RTX 2080 Super (8 GiB) cannot hold any plan with Adam; a 32 GiB V100
+  // holds regular training by this count.
+  o.budget = std::uint64_t{8} << 30;
+  const explanation small = explain(g, std::nullopt, o);
+  CHECK(small.budget_below_floor());
+  CHECK_FALSE(small.fits(small.optimal));
+  o.budget = std::uint64_t{32} << 30;
+  CHECK(explain(g, std::nullopt, o).fits(e.regular));
+}
+
+TEST_CASE("tensors alive at a step add up to the simulator's memory of that step") {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const graph g = test::random_dag(6 + seed % 15, seed, 3, 3);
+    for (optimizer opt : {optimizer::sgd, optimizer::momentum, optimizer::adam}) {
+      for (const plan& p : {plan_none(g), plan_sqrt(g), plan_every_k(g, 2)}) {
+        const simulation sim = simulate(g, p.steps, {.record_timeline = true});
+        for (std::size_t i = 0; i < p.steps.size(); ++i) {
+          const std::vector<live_tensor> alive = tensors_alive_at(g, p.steps, i, opt);
+          REQUIRE(total(alive) == sim.timeline[i].total() + state_buffers(opt) * g.param_bytes());
+          for (std::size_t k = 1; k < alive.size(); ++k) CHECK(alive[k - 1].bytes >= alive[k].bytes);
+          for (const live_tensor& t : alive)
+            if (!t.resident) CHECK((t.first_step <= i && i <= t.last_step));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a network checkpointing helps: the optimal plan's saving, bounded by the per-op floor") {
+  const graph g = test::resnet_like(10);
+  const explanation e = explain(g, std::nullopt);
+  CHECK(e.optimal_status == solve_status::optimal);
+  CHECK_FALSE(e.optimal_is_regular());
+  CHECK(e.saving(e.optimal) > 0);
+  CHECK(static_cast<std::uint64_t>(e.saving(e.optimal)) <= e.most_any_plan_saves());
+  CHECK(e.optimal.peak_bytes() >= e.floor_bytes());
+  CHECK(e.activation_share() > 0.5);
+  CHECK(e.regular.peak().largest() == memory_part::activations);
+  CHECK(e.optimal.figures.peak_bytes == simulate(g, e.optimal.p.steps).peak_bytes);
+  CHECK(total(e.optimal.at_peak) == e.optimal.peak_bytes());
+  CHECK(e.optimizer_state == 0);
+
+  const explained_frontier f = simulated_frontier(g, e);
+  REQUIRE(!f.points.empty());
+  CHECK(f.points.front().peak_bytes == e.optimal.peak_bytes());
+  for (std::size_t i = 1; i < f.points.size(); ++i) {
+    CHECK(f.points[i - 1].peak_bytes < f.points[i].peak_bytes);
+    CHECK(f.points[i - 1].recompute_time > f.points[i].recompute_time);
+  }
+  CHECK(f.points.back().peak_bytes <= e.regular.peak_bytes());
+}
+
+TEST_CASE("a budget: the least recompute within it; below every plan, the least peak") {
+  const graph g = test::resnet_like(10);
+  const explanation least = explain(g, std::nullopt);
+  explain_options o;
+  o.optimizer = optimizer::momentum;
+  const std::uint64_t state = g.param_bytes();
+  o.budget = (least.regular.figures.peak_bytes + least.optimal.figures.peak_bytes) / 2 + state;
+  const explanation within = explain(g, std::nullopt, o);
+  CHECK(within.fits(within.optimal));
+  CHECK_FALSE(within.fits(within.regular));
+  CHECK(within.optimal.figures.recompute_time <= least.optimal.figures.recompute_time);
+  CHECK(within.optimal.peak_bytes() <= *o.budget);
+
+  o.budget = least.optimal.figures.peak_bytes + state - 1;
+  const explanation below = explain(g, std::nullopt, o);
+  CHECK_FALSE(below.fits(below.optimal));
+  CHECK(below.optimal.figures.peak_bytes == least.optimal.figures.peak_bytes);
+  // The optimum is proven, so it bounds every stage plan: none fits.
+  CHECK(below.optimal_status == solve_status::optimal);
+  CHECK(below.stage_plan_bound == least.optimal.figures.peak_bytes + state);
+  CHECK(below.stage_plan_bound > *o.budget);
+
+  o.budget = state / 2;  // not even the optimizer state fits
+  CHECK(explain(g, std::nullopt, o).budget_below_floor());
+
+  o.budget = least.regular.figures.peak_bytes + state;
+  const explanation roomy = explain(g, std::nullopt, o);
+  CHECK(roomy.optimal_is_regular());
+  CHECK(roomy.optimal.figures.recompute_time == 0);
+}
+
+TEST_CASE("checkpoints by name: kept exactly, the rest recomputed; unknown names refused") {
+  const graph g = test::resnet_like(4);
+  const std::vector<std::string> names{g.node_name(1), g.node_name(g.size() / 2), g.node_name(0)};
+  const plan p = plan_from_checkpoints(g, names);
+  CHECK(p.method == "your checkpoints");
+  CHECK(p.kept.count() == 3);
+  const std::vector<node_fate> fates = node_fates(g, p.steps);
+  for (node_id v = 0; v < g.size(); ++v)
+    if (!g.is_input(v) && fates[v] == node_fate::kept) CHECK(p.kept.contains(v));
+  CHECK_NOTHROW((void)simulate(g, p.steps));
+  const std::vector<std::string> wrong{"conv9000"};
+  CHECK_THROWS_WITH_AS((void)plan_from_checkpoints(g, wrong),
+                       ("'conv9000' is not a node of graph '" + g.name() + "'").c_str(), error);
+}
+
+TEST_CASE("optimizers: names and state buffers") {
+  CHECK(parse_optimizer("adam") == optimizer::adam);
+  CHECK(parse_optimizer("momentum") == optimizer::momentum);
+  CHECK(parse_optimizer("sgd") == optimizer::sgd);
+  CHECK_FALSE(parse_optimizer("adagrad"));
+  CHECK(state_buffers(optimizer::sgd) == 0);
+  CHECK(state_buffers(optimizer::momentum) == 1);
+  CHECK(state_buffers(optimizer::adam) == 2);
+  // 2^61 parameter bytes and their gradient peak at 2^62 and some bytes;
+  // Adam's two buffers take training memory past 2^63.
+  graph_builder b("huge");
+  node_spec x;
+  x.name = "x";
+  x.op = "input";
+  x.bytes = 8;
+  b.add(std::move(x));
+  node_spec w;
+  w.name = "w";
+  w.op = "linear";
+  w.inputs = {0};
+  w.bytes = 8;
+  w.params = std::uint64_t{1} << 61;
+  b.add(std::move(w));
+  const graph huge = std::move(b).build();
+  explain_options o;
+  CHECK_NOTHROW((void)explain(huge, std::nullopt, o));
+  o.optimizer = optimizer::adam;
+  CHECK_THROWS_WITH_AS((void)explain(huge, std::nullopt, o),
+                       "graph 'huge': training memory with the adam optimizer's state reaches 2^63 bytes", error);
+  for (memory_part p : memory_parts)
+    CHECK(plan_dependent(p) == (p == memory_part::activations || p == memory_part::recomputed ||
+                                p == memory_part::gradients || p == memory_part::workspace));
+}
+
+}  // TEST_SUITE
