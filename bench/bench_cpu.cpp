@@ -54,7 +54,7 @@ void forward_backward(benchmark::State& state, double forward_flops, const std::
 }
 
 void BM_conv2d(benchmark::State& state) {
-  remat::cpu::conv2d_geometry g;
+  remat::ops::conv2d_geometry g;
   g.n = 8, g.c = state.range(0), g.h = g.w = 32, g.k = state.range(1);
   g.kh = g.kw = state.range(2), g.ph = g.pw = state.range(2) / 2, g.groups = state.range(3);
   const auto x = random_floats(static_cast<std::size_t>(g.n * g.c * g.h * g.w), 1);
@@ -73,7 +73,7 @@ void BM_conv2d(benchmark::State& state) {
 BENCHMARK(BM_conv2d)->Args({64, 64, 3, 1})->Args({128, 128, 1, 1})->Args({64, 64, 3, 64})->Unit(benchmark::kMillisecond);
 
 void BM_batch_norm(benchmark::State& state) {
-  const remat::cpu::batch_norm_geometry g{8, 64, 32 * 32};
+  const remat::ops::batch_norm_geometry g{8, 64, 32 * 32};
   const std::size_t n = static_cast<std::size_t>(g.n * g.c * g.spatial);
   const auto x = random_floats(n, 4), dy = random_floats(n, 5);
   const std::vector<float> gamma(64, 1.0f), beta(64, 0.0f);
@@ -89,7 +89,7 @@ void BM_batch_norm(benchmark::State& state) {
 BENCHMARK(BM_batch_norm)->Unit(benchmark::kMillisecond);
 
 void BM_max_pool(benchmark::State& state) {
-  remat::cpu::pool_geometry g;
+  remat::ops::pool_geometry g;
   g.n = 8, g.c = 64, g.h = g.w = 32, g.kh = g.kw = 3, g.sh = g.sw = 2, g.ph = g.pw = 1, g.oh = g.ow = 16;
   const auto x = random_floats(static_cast<std::size_t>(g.n * g.c * g.h * g.w), 6);
   const auto dy = random_floats(static_cast<std::size_t>(g.n * g.c * g.oh * g.ow), 7);

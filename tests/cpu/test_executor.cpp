@@ -231,7 +231,7 @@ TEST_CASE("batch-norm running statistics are updated once per step whatever the 
   (void)e.run({}, [&](std::size_t, const step& s, std::span<const float> value) {
     if (s.node == g.predecessors(bn)[0] && input_of_bn.empty()) input_of_bn.assign(value.begin(), value.end());
   });
-  const cpu::op_info& o = m.op(bn);
+  const ops::op_info& o = m.op(bn);
   const auto count = static_cast<double>(o.norm.n * o.norm.spatial);
   for (std::int64_t ch = 0; ch < o.norm.c; ++ch) {
     double sum = 0, squares = 0;

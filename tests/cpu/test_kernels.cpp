@@ -16,9 +16,10 @@
 #include <vector>
 
 #include <remat/cpu/kernels.hpp>
-#include <remat/cpu/random.hpp>
+#include <remat/ops/random.hpp>
 
 using namespace remat::cpu;
+using namespace remat::ops;
 using std::int64_t;
 
 namespace {

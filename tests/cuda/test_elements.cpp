@@ -40,37 +40,37 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::size_t input_elements(const cpu::pool_geometry& g) { return static_cast<std::size_t>(g.n * g.c * g.h * g.w); }
-std::size_t output_elements(const cpu::pool_geometry& g) { return static_cast<std::size_t>(g.n * g.c * g.oh * g.ow); }
+std::size_t input_elements(const ops::pool_geometry& g) { return static_cast<std::size_t>(g.n * g.c * g.h * g.w); }
+std::size_t output_elements(const ops::pool_geometry& g) { return static_cast<std::size_t>(g.n * g.c * g.oh * g.ow); }
 
 // Every pooling node of the reduced zoo, and geometries that stress the rules.
-std::vector<std::pair<std::string, cpu::op_info>> pooling_ops() {
-  std::vector<std::pair<std::string, cpu::op_info>> out;
+std::vector<std::pair<std::string, ops::op_info>> pooling_ops() {
+  std::vector<std::pair<std::string, ops::op_info>> out;
   for (const std::string& family : test::reduced_families()) {
     const graph g = test::reduced_model(family);
     const cpu::model<float> m(g);
     for (node_id v = 0; v < g.size(); ++v) {
-      const cpu::op_kind k = m.op(v).kind;
-      if (k == cpu::op_kind::max_pool || k == cpu::op_kind::avg_pool || k == cpu::op_kind::adaptive_avg_pool)
+      const ops::op_kind k = m.op(v).kind;
+      if (k == ops::op_kind::max_pool || k == ops::op_kind::avg_pool || k == ops::op_kind::adaptive_avg_pool)
         out.emplace_back(g.name() + "/" + g.node_name(v), m.op(v));
     }
   }
-  auto made = [&](const std::string& name, cpu::op_kind kind, cpu::pool_geometry p) {
-    cpu::op_info o;
+  auto made = [&](const std::string& name, ops::op_kind kind, ops::pool_geometry p) {
+    ops::op_info o;
     o.kind = kind;
     o.pool = p;
     out.emplace_back(name, o);
   };
   // 7×9 maps: ceil mode, padding, dilation, both divisor rules; adaptive up and down.
-  made("max 3/2 pad 1 ceil", cpu::op_kind::max_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
-  made("max 3/1 dilation 2", cpu::op_kind::max_pool, {1, 2, 7, 9, 3, 5, 3, 3, 1, 1, 0, 0, 2, 2, true});
-  made("max 2x3 stride (2,3) pad (1,1)", cpu::op_kind::max_pool, {1, 2, 7, 9, 4, 4, 2, 3, 2, 3, 1, 1, 1, 1, true});
-  made("avg 3/2 pad 1 include pad", cpu::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
-  made("avg 3/2 pad 1 exclude pad ceil", cpu::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, false});
-  made("avg 5/3 ceil", cpu::op_kind::avg_pool, {1, 2, 7, 9, 2, 3, 5, 5, 3, 3, 0, 0, 1, 1, true});
-  made("adaptive 7x9 -> 3x4", cpu::op_kind::adaptive_avg_pool, {2, 3, 7, 9, 3, 4});
-  made("adaptive 7x9 -> 10x13", cpu::op_kind::adaptive_avg_pool, {1, 2, 7, 9, 10, 13});
-  made("adaptive 5x5 -> 1x1", cpu::op_kind::adaptive_avg_pool, {1, 4, 5, 5, 1, 1});
+  made("max 3/2 pad 1 ceil", ops::op_kind::max_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
+  made("max 3/1 dilation 2", ops::op_kind::max_pool, {1, 2, 7, 9, 3, 5, 3, 3, 1, 1, 0, 0, 2, 2, true});
+  made("max 2x3 stride (2,3) pad (1,1)", ops::op_kind::max_pool, {1, 2, 7, 9, 4, 4, 2, 3, 2, 3, 1, 1, 1, 1, true});
+  made("avg 3/2 pad 1 include pad", ops::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
+  made("avg 3/2 pad 1 exclude pad ceil", ops::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, false});
+  made("avg 5/3 ceil", ops::op_kind::avg_pool, {1, 2, 7, 9, 2, 3, 5, 5, 3, 3, 0, 0, 1, 1, true});
+  made("adaptive 7x9 -> 3x4", ops::op_kind::adaptive_avg_pool, {2, 3, 7, 9, 3, 4});
+  made("adaptive 7x9 -> 10x13", ops::op_kind::adaptive_avg_pool, {1, 2, 7, 9, 10, 13});
+  made("adaptive 5x5 -> 1x1", ops::op_kind::adaptive_avg_pool, {1, 4, 5, 5, 1, 1});
   return out;
 }
 
@@ -119,21 +119,21 @@ TEST_CASE("pooling bodies give the CPU kernels' values and gradients bit for bit
   int checked = 0;
   for (const auto& [name, o] : pooling_ops()) {
     CAPTURE(name);
-    const cpu::pool_geometry& g = o.pool;
+    const ops::pool_geometry& g = o.pool;
     for (const bool ties : {false, true}) {
       const auto x = random_values(input_elements(g), 1, ties);
       const auto dy = random_values(output_elements(g), 2);
       std::vector<float> y_cpu(output_elements(g)), dx_cpu(input_elements(g));
       std::vector<float> y_gpu(y_cpu.size()), dx_gpu(dx_cpu.size());
       switch (o.kind) {
-        case cpu::op_kind::max_pool:
+        case ops::op_kind::max_pool:
           cpu::max_pool_forward(g, x.data(), y_cpu.data());
           cpu::max_pool_backward(g, x.data(), dy.data(), dx_cpu.data());
           for (std::size_t i = 0; i < y_gpu.size(); ++i) y_gpu[i] = el::max_pool_forward(g, x.data(), static_cast<std::int64_t>(i));
           for (std::size_t i = 0; i < dx_gpu.size(); ++i)
             dx_gpu[i] = el::max_pool_backward(g, x.data(), dy.data(), static_cast<std::int64_t>(i));
           break;
-        case cpu::op_kind::avg_pool:
+        case ops::op_kind::avg_pool:
           cpu::avg_pool_forward(g, x.data(), y_cpu.data());
           cpu::avg_pool_backward(g, dy.data(), dx_cpu.data());
           for (std::size_t i = 0; i < y_gpu.size(); ++i) y_gpu[i] = el::avg_pool_forward(g, x.data(), static_cast<std::int64_t>(i));
@@ -160,7 +160,7 @@ TEST_CASE("dropout bodies keep the CPU runtime's mask and scale, forward and bac
   const std::size_t n = 20000;
   const auto x = random_values(n, 3);
   for (const double p : {0.1, 0.5, 0.9}) {
-    const cpu::dropout_key key{42, 3, 17};
+    const ops::dropout_key key{42, 3, 17};
     std::vector<float> cpu_y(n), cpu_dx(n), gpu_y(n);
     cpu::dropout_forward(n, p, key, x.data(), cpu_y.data());
     cpu::dropout_backward(n, p, key, x.data(), cpu_dx.data());
@@ -178,7 +178,7 @@ TEST_CASE("slice and concat index maps move the CPU kernels' elements") {
   const std::vector<std::vector<std::vector<std::int64_t>>> slices{
       {{2, 3, 8, 8}, {0, 0, 1, 1}, {2, 3, 8, 8}}, {{4, 5, 6}, {1, 2, 0}, {3, 5, 4}}, {{10}, {3}, {9}}};
   for (const auto& s : slices) {
-    cpu::op_info o;
+    ops::op_info o;
     o.in_dims = s[0], o.begin = s[1], o.end = s[2];
     std::size_t in_count = 1, out_count = 1;
     for (std::size_t d = 0; d < o.in_dims.size(); ++d) {
@@ -242,7 +242,7 @@ TEST_CASE("activation, batch-norm and softmax-loss bodies compute the CPU kernel
 
   // Batch norm [4, 8, 128]: the statistics as the CPU computes them (two
   // passes in double), then the bodies per element.
-  const cpu::batch_norm_geometry g{4, 8, 128};
+  const ops::batch_norm_geometry g{4, 8, 128};
   const auto gamma = random_values(8, 7), beta = random_values(8, 8);
   cpu::batch_norm_forward(g, x.data(), gamma.data(), beta.data(), 1e-5, cpu_out.data(), nullptr, nullptr);
   std::vector<float> cpu_dx(n), cpu_dgamma(8), cpu_dbeta(8), gpu_dx(n);

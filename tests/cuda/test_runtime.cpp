@@ -174,10 +174,10 @@ TEST_CASE("cuDNN's descriptors give every zoo convolution the graph's output sha
     zoo::build_options o;
     o.batch = 2;  // shapes past the batch do not depend on it
     const graph g = zoo::build(info.name, o);
-    std::vector<cpu::op_info> ops(g.size());
-    for (node_id v = 0; v < g.size(); ++v) ops[v] = cpu::parse_op(g, v, ops);
+    std::vector<ops::op_info> ops(g.size());
+    for (node_id v = 0; v < g.size(); ++v) ops[v] = ops::parse_op(g, v, ops);
     for (node_id v = 0; v < g.size(); ++v) {
-      if (ops[v].kind != cpu::op_kind::conv2d) continue;
+      if (ops[v].kind != ops::op_kind::conv2d) continue;
       CAPTURE(g.node_name(v));
       CHECK(cuda::convolution_output_shape(ops[v].conv) == ops[v].shape);
       ++convolutions;
@@ -303,7 +303,7 @@ TEST_CASE("cuDNN offers deterministic FMA algorithms for every full-size zoo con
     try {
       const cuda::model<float> m(g, model_seed, deterministic());
       for (node_id v = 0; v < g.size(); ++v) {
-        if (m.ops()[v].kind != cpu::op_kind::conv2d) continue;
+        if (m.ops()[v].kind != ops::op_kind::conv2d) continue;
         const cuda::convolution_algorithms a = m.algorithms(v);
         CHECK(a.forward >= 0);
         CHECK(a.backward_data >= 0);

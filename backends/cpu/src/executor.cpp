@@ -3,35 +3,31 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <string>
 
 #include <remat/config.hpp>
-#include <remat/error.hpp>
+#include <remat/ops/element_buffers.hpp>
+#include <remat/ops/labels.hpp>
 #include <remat/runtime/execution.hpp>
 
+#include "remat/cpu/kernels.hpp"
+
 namespace remat::cpu {
+
+using ops::dropout_key;
+using ops::op_info;
+using ops::op_kind;
+
 namespace {
 
 constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
 }  // namespace
 
-std::vector<buffer_lifetime> element_buffers(const graph& g, std::span<const op_info> ops, const schedule& steps,
-                                             std::size_t element_size) {
-  std::vector<buffer_lifetime> buffers = buffer_lifetimes(g, steps);
-  for (buffer_lifetime& b : buffers) {
-    const op_info& o = ops[b.node];
-    if (b.category == memory_category::parameter_gradients) b.bytes = o.parameter_elements() * element_size;
-    else if (b.category != memory_category::workspace) b.bytes = o.elements() * element_size;
-  }
-  return buffers;
-}
-
 template <class T>
 executor<T>::executor(model<T>& m, schedule steps) : model_(&m), steps_(std::move(steps)) {
   const graph& g = m.network();
   simulated_ = simulate(g, steps_);
-  layout_ = assign_offsets(element_buffers(g, m.ops(), steps_, sizeof(T)), steps_.size(), 64);
+  layout_ = assign_offsets(ops::element_buffers(g, m.ops(), steps_, sizeof(T)), steps_.size(), 64);
   arena_.assign(layout_.arena_bytes / sizeof(T), T(0));
 
   parameter_gradient_buffer_.assign(g.size(), none);
@@ -64,24 +60,12 @@ std::span<const T> executor<T>::parameter_gradient(node_id v) const noexcept {
   return {arena_.data() + b.offset / sizeof(T), model_->op(v).parameter_elements()};
 }
 
-void check_labels(const graph& g, std::span<const op_info> ops,
-                  const std::function<std::span<const std::int64_t>(node_id)>& labels_of) {
-  for (node_id v = 0; v < g.size(); ++v) {
-    const op_info& o = ops[v];
-    if (o.kind != op_kind::softmax_cross_entropy) continue;
-    for (std::int64_t label : labels_of(g.inputs(v)[1]))
-      if (label < 0 || label >= o.classes)
-        throw error("node '" + g.node_name(v) + "' (softmax_cross_entropy): label " + std::to_string(label) +
-                    " of '" + g.node_name(g.inputs(v)[1]) + "' is outside [0, " + std::to_string(o.classes) + ")");
-  }
-}
-
 template <class T>
 step_report executor<T>::run(const step_options& options, const value_observer& observe) {
   const auto started = std::chrono::steady_clock::now();
   model<T>& m = *model_;
   const graph& g = m.network();
-  check_labels(g, m.ops(), [&](node_id v) { return m.labels(v); });
+  ops::check_labels(g, m.ops(), [&](node_id v) { return m.labels(v); });
 
   step_report report;
   memory_ledger ledger(m.parameter_bytes(), m.input_bytes(), options.record_timeline);

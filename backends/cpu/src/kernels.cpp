@@ -6,10 +6,14 @@
 #include <vector>
 
 #include "gemm.hpp"
-#include "remat/cpu/random.hpp"
-#include "remat/cpu/windows.hpp"
 
 namespace remat::cpu {
+
+using ops::batch_norm_geometry;
+using ops::conv2d_geometry;
+using ops::dropout_key;
+using ops::pool_geometry;
+
 namespace {
 
 using std::int64_t;
@@ -98,7 +102,7 @@ channel_stats stats_of(const batch_norm_geometry& g, const T* x, int64_t ch, dou
 }
 
 bool dropout_keeps(double p, const dropout_key& key, size_t element) noexcept {
-  return keeps(p, key.seed, key.step, key.node, element);
+  return ops::keeps(p, key.seed, key.step, key.node, element);
 }
 
 // Calls f(input offset, output offset) for every element of x[begin:end], in
@@ -309,7 +313,7 @@ void max_pool_forward(const pool_geometry& g, const T* x, T* y) {
     T* yp = y + plane * g.oh * g.ow;
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t at = argmax_in_window(g, xp, oy, ox);
+        const int64_t at = ops::argmax_in_window(g, xp, oy, ox);
         yp[oy * g.ow + ox] = at < 0 ? -std::numeric_limits<T>::infinity() : xp[at];
       }
   }
@@ -324,7 +328,7 @@ void max_pool_backward(const pool_geometry& g, const T* x, const T* dy, T* dx) {
     T* dxp = dx + plane * g.h * g.w;
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t at = argmax_in_window(g, xp, oy, ox);
+        const int64_t at = ops::argmax_in_window(g, xp, oy, ox);
         if (at >= 0) dxp[at] += dyp[oy * g.ow + ox];
       }
   }
@@ -336,9 +340,9 @@ void avg_pool_forward(const pool_geometry& g, const T* x, T* y) {
     const T* xp = x + plane * g.h * g.w;
     T* yp = y + plane * g.oh * g.ow;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const window wy = avg_window(oy, g.h, g.kh, g.sh, g.ph);
+      const ops::window wy = ops::avg_window(oy, g.h, g.kh, g.sh, g.ph);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const window wx = avg_window(ox, g.w, g.kw, g.sw, g.pw);
+        const ops::window wx = ops::avg_window(ox, g.w, g.kw, g.sw, g.pw);
         if (wy.begin >= wy.end || wx.begin >= wx.end) {
           yp[oy * g.ow + ox] = T(0);
           continue;
@@ -346,7 +350,7 @@ void avg_pool_forward(const pool_geometry& g, const T* x, T* y) {
         double sum = 0;
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)
           for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
-        const int64_t divisor = avg_divisor(g, wy, wx);
+        const int64_t divisor = ops::avg_divisor(g, wy, wx);
         yp[oy * g.ow + ox] = static_cast<T>(sum / static_cast<double>(divisor));
       }
     }
@@ -360,11 +364,11 @@ void avg_pool_backward(const pool_geometry& g, const T* dy, T* dx) {
     const T* dyp = dy + plane * g.oh * g.ow;
     T* dxp = dx + plane * g.h * g.w;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const window wy = avg_window(oy, g.h, g.kh, g.sh, g.ph);
+      const ops::window wy = ops::avg_window(oy, g.h, g.kh, g.sh, g.ph);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const window wx = avg_window(ox, g.w, g.kw, g.sw, g.pw);
+        const ops::window wx = ops::avg_window(ox, g.w, g.kw, g.sw, g.pw);
         if (wy.begin >= wy.end || wx.begin >= wx.end) continue;
-        const int64_t divisor = avg_divisor(g, wy, wx);
+        const int64_t divisor = ops::avg_divisor(g, wy, wx);
         const T share = static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) / static_cast<double>(divisor));
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)
           for (int64_t ix = wx.begin; ix < wx.end; ++ix) dxp[iy * g.w + ix] += share;
@@ -379,9 +383,9 @@ void adaptive_avg_pool_forward(const pool_geometry& g, const T* x, T* y) {
     const T* xp = x + plane * g.h * g.w;
     T* yp = y + plane * g.oh * g.ow;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const window wy = adaptive_window(oy, g.h, g.oh);
+      const ops::window wy = ops::adaptive_window(oy, g.h, g.oh);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const window wx = adaptive_window(ox, g.w, g.ow);
+        const ops::window wx = ops::adaptive_window(ox, g.w, g.ow);
         double sum = 0;
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)
           for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
@@ -398,9 +402,9 @@ void adaptive_avg_pool_backward(const pool_geometry& g, const T* dy, T* dx) {
     const T* dyp = dy + plane * g.oh * g.ow;
     T* dxp = dx + plane * g.h * g.w;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const window wy = adaptive_window(oy, g.h, g.oh);
+      const ops::window wy = ops::adaptive_window(oy, g.h, g.oh);
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const window wx = adaptive_window(ox, g.w, g.ow);
+        const ops::window wx = ops::adaptive_window(ox, g.w, g.ow);
         const T share = static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) /
                                        static_cast<double>(wy.padded * wx.padded));
         for (int64_t iy = wy.begin; iy < wy.end; ++iy)

@@ -5,8 +5,9 @@
 // kernels of kernels.cu; g++ compiles them into tests/cuda, which runs them
 // over every element on the host and compares them with the CPU runtime's
 // kernels, so the index arithmetic of every custom kernel is checked without
-// a device. The pooling windows, argmax rule and dropout decision are the CPU
-// runtime's own constexpr functions (remat/cpu/windows.hpp, random.hpp).
+// a device. The pooling windows, argmax rule and dropout decision are the
+// constexpr functions the CPU kernels call too (remat/ops/pooling.hpp,
+// dropout.hpp).
 //
 // Gradients are gathered, one input element per thread, never scattered with
 // atomics: each input element sums its contributions in increasing output
@@ -18,10 +19,9 @@
 #include <cstdint>
 #include <limits>
 
-#include <remat/cpu/kernels.hpp>
-#include <remat/cpu/model.hpp>
-#include <remat/cpu/random.hpp>
-#include <remat/cpu/windows.hpp>
+#include <remat/ops/dropout.hpp>
+#include <remat/ops/op.hpp>
+#include <remat/ops/pooling.hpp>
 
 #if defined(__CUDACC__)
 #define REMAT_HOST_DEVICE __host__ __device__
@@ -58,27 +58,27 @@ REMAT_HOST_DEVICE T sigmoid_gradient(T y, T dy) noexcept {
 }
 
 /// Dropout of element e, forward (value = x) or backward (value = dy): the
-/// CPU runtime's mask (cpu::keeps) and scale.
+/// CPU kernels' mask (ops::keeps) and scale.
 template <class T>
-REMAT_HOST_DEVICE T dropout(double p, const cpu::dropout_key& key, std::uint64_t e, T value) noexcept {
+REMAT_HOST_DEVICE T dropout(double p, const ops::dropout_key& key, std::uint64_t e, T value) noexcept {
   const T scale = static_cast<T>(1.0 / (1.0 - p));
-  return cpu::keeps(p, key.seed, key.step, key.node, e) ? value * scale : T(0);
+  return ops::keeps(p, key.seed, key.step, key.node, e) ? value * scale : T(0);
 }
 
 // ---- pooling (x, y, dx, dy: whole NCHW tensors; index: flat) ----------------------
 
 template <class T>
-REMAT_HOST_DEVICE T max_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+REMAT_HOST_DEVICE T max_pool_forward(const ops::pool_geometry& g, const T* x, int64_t out) noexcept {
   const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
   const T* xp = x + plane * g.h * g.w;
-  const int64_t at = cpu::argmax_in_window(g, xp, oy, ox);
+  const int64_t at = ops::argmax_in_window(g, xp, oy, ox);
   return at < 0 ? -std::numeric_limits<T>::infinity() : xp[at];
 }
 
 /// dx of input element `in`: dy of every window whose argmax it is, in
 /// increasing output order.
 template <class T>
-REMAT_HOST_DEVICE T max_pool_backward(const cpu::pool_geometry& g, const T* x, const T* dy, int64_t in) noexcept {
+REMAT_HOST_DEVICE T max_pool_backward(const ops::pool_geometry& g, const T* x, const T* dy, int64_t in) noexcept {
   const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
   const T* xp = x + plane * g.h * g.w;
   const T* dyp = dy + plane * g.oh * g.ow;
@@ -92,27 +92,27 @@ REMAT_HOST_DEVICE T max_pool_backward(const cpu::pool_geometry& g, const T* x, c
     for (int64_t ox = ox_lo < 0 ? 0 : ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
       const int64_t tx = ix + g.pw - ox * g.sw;
       if (tx % g.dw != 0 || tx / g.dw >= g.kw) continue;
-      if (cpu::argmax_in_window(g, xp, oy, ox) == iy * g.w + ix) sum += dyp[oy * g.ow + ox];
+      if (ops::argmax_in_window(g, xp, oy, ox) == iy * g.w + ix) sum += dyp[oy * g.ow + ox];
     }
   }
   return sum;
 }
 
 template <class T>
-REMAT_HOST_DEVICE T avg_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+REMAT_HOST_DEVICE T avg_pool_forward(const ops::pool_geometry& g, const T* x, int64_t out) noexcept {
   const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
   const T* xp = x + plane * g.h * g.w;
-  const cpu::window wy = cpu::avg_window(oy, g.h, g.kh, g.sh, g.ph);
-  const cpu::window wx = cpu::avg_window(ox, g.w, g.kw, g.sw, g.pw);
+  const ops::window wy = ops::avg_window(oy, g.h, g.kh, g.sh, g.ph);
+  const ops::window wx = ops::avg_window(ox, g.w, g.kw, g.sw, g.pw);
   if (wy.begin >= wy.end || wx.begin >= wx.end) return T(0);
   double sum = 0;
   for (int64_t iy = wy.begin; iy < wy.end; ++iy)
     for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
-  return static_cast<T>(sum / static_cast<double>(cpu::avg_divisor(g, wy, wx)));
+  return static_cast<T>(sum / static_cast<double>(ops::avg_divisor(g, wy, wx)));
 }
 
 template <class T>
-REMAT_HOST_DEVICE T avg_pool_backward(const cpu::pool_geometry& g, const T* dy, int64_t in) noexcept {
+REMAT_HOST_DEVICE T avg_pool_backward(const ops::pool_geometry& g, const T* dy, int64_t in) noexcept {
   const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
   const T* dyp = dy + plane * g.oh * g.ow;
   // Windows starting at o·s − p with o·s − p ≤ i < o·s − p + k.
@@ -120,23 +120,23 @@ REMAT_HOST_DEVICE T avg_pool_backward(const cpu::pool_geometry& g, const T* dy, 
   const int64_t ox_lo = ceil_div(ix + g.pw - g.kw + 1, g.sw), ox_hi = (ix + g.pw) / g.sw;
   T sum = T(0);
   for (int64_t oy = oy_lo < 0 ? 0 : oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
-    const cpu::window wy = cpu::avg_window(oy, g.h, g.kh, g.sh, g.ph);
+    const ops::window wy = ops::avg_window(oy, g.h, g.kh, g.sh, g.ph);
     if (iy < wy.begin || iy >= wy.end) continue;
     for (int64_t ox = ox_lo < 0 ? 0 : ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
-      const cpu::window wx = cpu::avg_window(ox, g.w, g.kw, g.sw, g.pw);
+      const ops::window wx = ops::avg_window(ox, g.w, g.kw, g.sw, g.pw);
       if (ix < wx.begin || ix >= wx.end) continue;
       sum += static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) /
-                            static_cast<double>(cpu::avg_divisor(g, wy, wx)));
+                            static_cast<double>(ops::avg_divisor(g, wy, wx)));
     }
   }
   return sum;
 }
 
 template <class T>
-REMAT_HOST_DEVICE T adaptive_avg_pool_forward(const cpu::pool_geometry& g, const T* x, int64_t out) noexcept {
+REMAT_HOST_DEVICE T adaptive_avg_pool_forward(const ops::pool_geometry& g, const T* x, int64_t out) noexcept {
   const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
   const T* xp = x + plane * g.h * g.w;
-  const cpu::window wy = cpu::adaptive_window(oy, g.h, g.oh), wx = cpu::adaptive_window(ox, g.w, g.ow);
+  const ops::window wy = ops::adaptive_window(oy, g.h, g.oh), wx = ops::adaptive_window(ox, g.w, g.ow);
   double sum = 0;
   for (int64_t iy = wy.begin; iy < wy.end; ++iy)
     for (int64_t ix = wx.begin; ix < wx.end; ++ix) sum += static_cast<double>(xp[iy * g.w + ix]);
@@ -144,7 +144,7 @@ REMAT_HOST_DEVICE T adaptive_avg_pool_forward(const cpu::pool_geometry& g, const
 }
 
 template <class T>
-REMAT_HOST_DEVICE T adaptive_avg_pool_backward(const cpu::pool_geometry& g, const T* dy, int64_t in) noexcept {
+REMAT_HOST_DEVICE T adaptive_avg_pool_backward(const ops::pool_geometry& g, const T* dy, int64_t in) noexcept {
   const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
   const T* dyp = dy + plane * g.oh * g.ow;
   // Window o covers i when ⌊o·h/oh⌋ ≤ i < ⌈(o+1)·h/oh⌉: o from ⌊i·oh/h⌋ to ⌈(i+1)·oh/h⌉ − 1.
@@ -152,10 +152,10 @@ REMAT_HOST_DEVICE T adaptive_avg_pool_backward(const cpu::pool_geometry& g, cons
   const int64_t ox_lo = ix * g.ow / g.w, ox_hi = ceil_div((ix + 1) * g.ow, g.w) - 1;
   T sum = T(0);
   for (int64_t oy = oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
-    const cpu::window wy = cpu::adaptive_window(oy, g.h, g.oh);
+    const ops::window wy = ops::adaptive_window(oy, g.h, g.oh);
     if (iy < wy.begin || iy >= wy.end) continue;
     for (int64_t ox = ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
-      const cpu::window wx = cpu::adaptive_window(ox, g.w, g.ow);
+      const ops::window wx = ops::adaptive_window(ox, g.w, g.ow);
       if (ix < wx.begin || ix >= wx.end) continue;
       sum += static_cast<T>(static_cast<double>(dyp[oy * g.ow + ox]) / static_cast<double>(wy.padded * wx.padded));
     }
@@ -191,8 +191,8 @@ struct slice_geometry {
   int64_t extent[max_rank] = {};     ///< output dimensions
 };
 
-/// The slice node `o` (cpu::parse_op's in_dims, begin, end; rank ≤ max_rank).
-inline slice_geometry slice_geometry_of(const cpu::op_info& o) noexcept {
+/// The slice node `o` (ops::parse_op's in_dims, begin, end; rank ≤ max_rank).
+inline slice_geometry slice_geometry_of(const ops::op_info& o) noexcept {
   slice_geometry s;
   s.rank = static_cast<int>(o.in_dims.size());
   int64_t stride = 1;

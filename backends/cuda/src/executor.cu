@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include <remat/cpu/executor.hpp>
 #include <remat/error.hpp>
+#include <remat/ops/labels.hpp>
 #include <remat/runtime/execution.hpp>
 
 #include "check.cuh"
@@ -109,8 +109,8 @@ executor<T>::device_state::device_state(model<T>& model_, schedule s, const exec
 
   loss_slot.assign(g.size(), none);
   for (node_id v = 0; v < g.size(); ++v) {
-    const cpu::op_kind k = m.host.op(v).kind;
-    if (k != cpu::op_kind::softmax_cross_entropy && k != cpu::op_kind::mse_loss) continue;
+    const ops::op_kind k = m.host.op(v).kind;
+    if (k != ops::op_kind::softmax_cross_entropy && k != ops::op_kind::mse_loss) continue;
     loss_slot[v] = loss_nodes.size();
     loss_nodes.push_back(v);
   }
@@ -177,7 +177,7 @@ class step_kernels {
 
   void forward(std::size_t, const step& s, std::size_t out) {
     const node_id v = s.node;
-    const cpu::op_info& o = m_.host.op(v);
+    const ops::op_info& o = m_.host.op(v);
     const auto operands = g_.inputs(v);
     const std::size_t count = o.elements();
     const T* const w = m_.parameters[v];
@@ -188,51 +188,51 @@ class step_kernels {
     for (node_id p : operands) in_.push_back(m_.host.op(p).labels ? nullptr : value_of(p));
     const T* const x = in_[0];
     switch (o.kind) {
-      case cpu::op_kind::conv2d:
+      case ops::op_kind::conv2d:
         m_.convolution_forward(v, x, w, y);
         if (bias) kernels::add_channel_bias(stream_, o.conv.n, o.conv.k, o.conv.oh() * o.conv.ow(), bias, y);
         break;
-      case cpu::op_kind::batch_norm:
+      case ops::op_kind::batch_norm:
         // Running statistics once per training step: a recompute leaves them alone.
         kernels::batch_norm_forward(stream_, o.norm, o.eps, o.momentum, x, w, w + o.weight_elements, y,
                                     first ? m_.running_mean[v] : nullptr, first ? m_.running_var[v] : nullptr,
                                     reduction_);
         break;
-      case cpu::op_kind::relu: kernels::relu_forward(stream_, count, x, y); break;
-      case cpu::op_kind::sigmoid: kernels::sigmoid_forward(stream_, count, x, y); break;
-      case cpu::op_kind::max_pool: kernels::max_pool_forward(stream_, o.pool, x, y); break;
-      case cpu::op_kind::avg_pool: kernels::avg_pool_forward(stream_, o.pool, x, y); break;
-      case cpu::op_kind::adaptive_avg_pool: kernels::adaptive_avg_pool_forward(stream_, o.pool, x, y); break;
-      case cpu::op_kind::add:
+      case ops::op_kind::relu: kernels::relu_forward(stream_, count, x, y); break;
+      case ops::op_kind::sigmoid: kernels::sigmoid_forward(stream_, count, x, y); break;
+      case ops::op_kind::max_pool: kernels::max_pool_forward(stream_, o.pool, x, y); break;
+      case ops::op_kind::avg_pool: kernels::avg_pool_forward(stream_, o.pool, x, y); break;
+      case ops::op_kind::adaptive_avg_pool: kernels::adaptive_avg_pool_forward(stream_, o.pool, x, y); break;
+      case ops::op_kind::add:
         // Left to right, as the CPU sums: ((a0 + a1) + a2) + ...
         kernels::add(stream_, count, in_[0], in_[1], y);
         for (std::size_t k = 2; k < in_.size(); ++k) kernels::accumulate(stream_, count, in_[k], y);
         break;
-      case cpu::op_kind::concat:
+      case ops::op_kind::concat:
         for (std::size_t k = 0; k < in_.size(); ++k) {
           const auto block = elements::concat_operand(o.outer, o.inner, o.channels, k);
           REMAT_CUDA_TRY(cudaMemcpy2DAsync(y + block.offset, block.pitch * sizeof(T), in_[k], block.width * sizeof(T),
                                            block.width * sizeof(T), block.rows, cudaMemcpyDeviceToDevice, stream_));
         }
         break;
-      case cpu::op_kind::linear:
+      case ops::op_kind::linear:
         m_.linear_forward(v, x, w, y);
         if (bias) kernels::add_channel_bias(stream_, o.rows, o.out_features, 1, bias, y);
         break;
-      case cpu::op_kind::dropout:
-        kernels::dropout(stream_, count, o.p, cpu::dropout_key{m_.host.seed(), options_.step, v}, x, y);
+      case ops::op_kind::dropout:
+        kernels::dropout(stream_, count, o.p, ops::dropout_key{m_.host.seed(), options_.step, v}, x, y);
         break;
-      case cpu::op_kind::flatten:
+      case ops::op_kind::flatten:
         REMAT_CUDA_TRY(cudaMemcpyAsync(y, x, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
         break;
-      case cpu::op_kind::slice: kernels::slice_forward(stream_, elements::slice_geometry_of(o), count, x, y); break;
-      case cpu::op_kind::softmax_cross_entropy:
+      case ops::op_kind::slice: kernels::slice_forward(stream_, elements::slice_geometry_of(o), count, x, y); break;
+      case ops::op_kind::softmax_cross_entropy:
         kernels::softmax_cross_entropy_forward(stream_, o.rows, o.classes, x, m_.labels[operands[1]], reduction_, y);
         break;
-      case cpu::op_kind::mse_loss:
+      case ops::op_kind::mse_loss:
         kernels::mse_loss_forward(stream_, m_.host.op(operands[0]).elements(), x, in_[1], reduction_, y);
         break;
-      case cpu::op_kind::input: REMAT_ASSERT(false); break;
+      case ops::op_kind::input: REMAT_ASSERT(false); break;
     }
     // The loss goes to pinned host memory in stream order: read after the step, never waited for here.
     if (first && self_.loss_slot[v] != none)
@@ -242,7 +242,7 @@ class step_kernels {
 
   void backward(std::size_t, const step& s, const backward_buffers& bb) {
     const node_id v = s.node;
-    const cpu::op_info& o = m_.host.op(v);
+    const ops::op_info& o = m_.host.op(v);
     const auto operands = g_.inputs(v);
     const std::size_t count = o.elements();
     const T* const w = m_.parameters[v];
@@ -271,33 +271,33 @@ class step_kernels {
     T* const db = o.bias_elements && dw ? dw + o.weight_elements : nullptr;
     T* const dx = dst_[0];
     switch (o.kind) {
-      case cpu::op_kind::conv2d:
+      case ops::op_kind::conv2d:
         m_.convolution_backward(v, x, w, dy, dx, dw);
         if (db) kernels::channel_sum(stream_, o.conv.n, o.conv.k, o.conv.oh() * o.conv.ow(), dy, reduction_, db);
         break;
-      case cpu::op_kind::batch_norm:
+      case ops::op_kind::batch_norm:
         kernels::batch_norm_backward(stream_, o.norm, o.eps, x, w, dy, dx, dw, dw + o.weight_elements, reduction_);
         break;
-      case cpu::op_kind::relu:
+      case ops::op_kind::relu:
         if (dx) kernels::relu_backward(stream_, count, own, dy, dx);
         break;
-      case cpu::op_kind::sigmoid:
+      case ops::op_kind::sigmoid:
         if (dx) kernels::sigmoid_backward(stream_, count, own, dy, dx);
         break;
-      case cpu::op_kind::max_pool:
+      case ops::op_kind::max_pool:
         if (dx) kernels::max_pool_backward(stream_, o.pool, x, dy, dx);
         break;
-      case cpu::op_kind::avg_pool:
+      case ops::op_kind::avg_pool:
         if (dx) kernels::avg_pool_backward(stream_, o.pool, dy, dx);
         break;
-      case cpu::op_kind::adaptive_avg_pool:
+      case ops::op_kind::adaptive_avg_pool:
         if (dx) kernels::adaptive_avg_pool_backward(stream_, o.pool, dy, dx);
         break;
-      case cpu::op_kind::add:
+      case ops::op_kind::add:
         for (T* d : dst_)
           if (d) REMAT_CUDA_TRY(cudaMemcpyAsync(d, dy, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
         break;
-      case cpu::op_kind::concat:
+      case ops::op_kind::concat:
         for (std::size_t k = 0; k < dst_.size(); ++k) {
           if (!dst_[k]) continue;
           const auto block = elements::concat_operand(o.outer, o.inner, o.channels, k);
@@ -305,28 +305,28 @@ class step_kernels {
                                            block.width * sizeof(T), block.rows, cudaMemcpyDeviceToDevice, stream_));
         }
         break;
-      case cpu::op_kind::linear:
+      case ops::op_kind::linear:
         m_.linear_backward(v, x, w, dy, dx, dw);
         if (db) kernels::channel_sum(stream_, o.rows, o.out_features, 1, dy, reduction_, db);
         break;
-      case cpu::op_kind::dropout:
-        if (dx) kernels::dropout(stream_, count, o.p, cpu::dropout_key{m_.host.seed(), options_.step, v}, dy, dx);
+      case ops::op_kind::dropout:
+        if (dx) kernels::dropout(stream_, count, o.p, ops::dropout_key{m_.host.seed(), options_.step, v}, dy, dx);
         break;
-      case cpu::op_kind::flatten:
+      case ops::op_kind::flatten:
         if (dx) REMAT_CUDA_TRY(cudaMemcpyAsync(dx, dy, count * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
         break;
-      case cpu::op_kind::slice:
+      case ops::op_kind::slice:
         if (dx) kernels::slice_backward(stream_, elements::slice_geometry_of(o), count, m_.host.op(operands[0]).elements(), dy, dx);
         break;
-      case cpu::op_kind::softmax_cross_entropy:
+      case ops::op_kind::softmax_cross_entropy:
         if (dx)
           kernels::softmax_cross_entropy_backward(stream_, o.rows, o.classes, x, m_.labels[operands[1]], dy, reduction_,
                                                   dx);
         break;
-      case cpu::op_kind::mse_loss:
+      case ops::op_kind::mse_loss:
         kernels::mse_loss_backward(stream_, m_.host.op(operands[0]).elements(), x, in_[1], dy, dx, dst_[1]);
         break;
-      case cpu::op_kind::input: REMAT_ASSERT(false); break;
+      case ops::op_kind::input: REMAT_ASSERT(false); break;
     }
     // Later contributions, each computed in full aside, added in schedule order.
     for (const auto& [k, aside] : aside_)
@@ -360,7 +360,7 @@ template <class T>
 void executor<T>::device_state::enqueue(const step_options& o) {
   const graph& g = m.host.network();
   const cudaStream_t stream = m.stream.get();
-  cpu::check_labels(g, m.host.ops(), [&](node_id v) { return m.host.labels(v); });
+  ops::check_labels(g, m.host.ops(), [&](node_id v) { return m.host.labels(v); });
   if (options.storage == storage::pool) {
     for (std::size_t b : held_gradients) release_pool_buffer(b);
     held_gradients.clear();

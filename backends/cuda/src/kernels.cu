@@ -84,7 +84,7 @@ void reduce_channels(cudaStream_t stream, int64_t n, int64_t channels, int64_t s
   REMAT_CUDA_TRY(cudaGetLastError());
 }
 
-std::size_t elements_of(const cpu::pool_geometry& g, bool output) {
+std::size_t elements_of(const ops::pool_geometry& g, bool output) {
   return static_cast<std::size_t>(g.n * g.c * (output ? g.oh * g.ow : g.h * g.w));
 }
 
@@ -105,7 +105,7 @@ struct channel_statistics {
 
 // The batch mean and 1/√(var + eps) of every channel, as cpu::stats_of computes them (two passes).
 template <class T>
-void batch_statistics(cudaStream_t stream, const cpu::batch_norm_geometry& g, double eps, const T* x,
+void batch_statistics(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, const T* x,
                       double* scratch, const channel_statistics& st) {
   const double count = static_cast<double>(g.n * g.spatial);
   double* mean = st.mean;
@@ -154,7 +154,7 @@ void sigmoid_backward(cudaStream_t stream, std::size_t count, const T* y, const 
 }
 
 template <class T>
-void dropout(cudaStream_t stream, std::size_t count, double p, const cpu::dropout_key& key, const T* in, T* out) {
+void dropout(cudaStream_t stream, std::size_t count, double p, const ops::dropout_key& key, const T* in, T* out) {
   for_each(stream, count, [=] __device__(int64_t i) {
     out[i] = elements::dropout(p, key, static_cast<std::uint64_t>(i), in[i]);
   });
@@ -176,35 +176,35 @@ void sgd(cudaStream_t stream, std::size_t count, T rate, const T* gradient, T* p
 }
 
 template <class T>
-void max_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y) {
+void max_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y) {
   for_each(stream, elements_of(g, true), [=] __device__(int64_t i) { y[i] = elements::max_pool_forward(g, x, i); });
 }
 
 template <class T>
-void max_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, const T* dy, T* dx) {
+void max_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, const T* dy, T* dx) {
   for_each(stream, elements_of(g, false),
            [=] __device__(int64_t i) { dx[i] = elements::max_pool_backward(g, x, dy, i); });
 }
 
 template <class T>
-void avg_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y) {
+void avg_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y) {
   for_each(stream, elements_of(g, true), [=] __device__(int64_t i) { y[i] = elements::avg_pool_forward(g, x, i); });
 }
 
 template <class T>
-void avg_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* dy, T* dx) {
+void avg_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* dy, T* dx) {
   for_each(stream, elements_of(g, false),
            [=] __device__(int64_t i) { dx[i] = elements::avg_pool_backward(g, dy, i); });
 }
 
 template <class T>
-void adaptive_avg_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y) {
+void adaptive_avg_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y) {
   for_each(stream, elements_of(g, true),
            [=] __device__(int64_t i) { y[i] = elements::adaptive_avg_pool_forward(g, x, i); });
 }
 
 template <class T>
-void adaptive_avg_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* dy, T* dx) {
+void adaptive_avg_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* dy, T* dx) {
   for_each(stream, elements_of(g, false),
            [=] __device__(int64_t i) { dx[i] = elements::adaptive_avg_pool_backward(g, dy, i); });
 }
@@ -237,7 +237,7 @@ void channel_sum(cudaStream_t stream, int64_t n, int64_t channels, int64_t spati
 }
 
 template <class T>
-void batch_norm_forward(cudaStream_t stream, const cpu::batch_norm_geometry& g, double eps, double momentum,
+void batch_norm_forward(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, double momentum,
                         const T* x, const T* gamma, const T* beta, T* y, T* running_mean, T* running_var,
                         double* scratch) {
   const detail::channel_statistics st(scratch, g.c, g.n * g.spatial);
@@ -262,7 +262,7 @@ void batch_norm_forward(cudaStream_t stream, const cpu::batch_norm_geometry& g, 
 }
 
 template <class T>
-void batch_norm_backward(cudaStream_t stream, const cpu::batch_norm_geometry& g, double eps, const T* x,
+void batch_norm_backward(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, const T* x,
                          const T* gamma, const T* dy, T* dx, T* dgamma, T* dbeta, double* scratch) {
   const detail::channel_statistics st(scratch, g.c, g.n * g.spatial);
   detail::batch_statistics(stream, g, eps, x, scratch, st);
@@ -351,24 +351,24 @@ void mse_loss_backward(cudaStream_t stream, std::size_t count, const T* a, const
   template void relu_backward<T>(cudaStream_t, std::size_t, const T*, const T*, T*);                                 \
   template void sigmoid_forward<T>(cudaStream_t, std::size_t, const T*, T*);                                         \
   template void sigmoid_backward<T>(cudaStream_t, std::size_t, const T*, const T*, T*);                              \
-  template void dropout<T>(cudaStream_t, std::size_t, double, const cpu::dropout_key&, const T*, T*);                \
+  template void dropout<T>(cudaStream_t, std::size_t, double, const ops::dropout_key&, const T*, T*);                \
   template void add<T>(cudaStream_t, std::size_t, const T*, const T*, T*);                                           \
   template void accumulate<T>(cudaStream_t, std::size_t, const T*, T*);                                              \
   template void sgd<T>(cudaStream_t, std::size_t, T, const T*, T*);                                                  \
-  template void max_pool_forward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, T*);                          \
-  template void max_pool_backward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, const T*, T*);               \
-  template void avg_pool_forward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, T*);                          \
-  template void avg_pool_backward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, T*);                         \
-  template void adaptive_avg_pool_forward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, T*);                 \
-  template void adaptive_avg_pool_backward<T>(cudaStream_t, const cpu::pool_geometry&, const T*, T*);                \
+  template void max_pool_forward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                          \
+  template void max_pool_backward<T>(cudaStream_t, const ops::pool_geometry&, const T*, const T*, T*);               \
+  template void avg_pool_forward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                          \
+  template void avg_pool_backward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                         \
+  template void adaptive_avg_pool_forward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                 \
+  template void adaptive_avg_pool_backward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                \
   template void slice_forward<T>(cudaStream_t, const elements::slice_geometry&, std::size_t, const T*, T*);          \
   template void slice_backward<T>(cudaStream_t, const elements::slice_geometry&, std::size_t, std::size_t, const T*, \
                                   T*);                                                                               \
   template void add_channel_bias<T>(cudaStream_t, int64_t, int64_t, int64_t, const T*, T*);                          \
   template void channel_sum<T>(cudaStream_t, int64_t, int64_t, int64_t, const T*, double*, T*);                      \
-  template void batch_norm_forward<T>(cudaStream_t, const cpu::batch_norm_geometry&, double, double, const T*,       \
+  template void batch_norm_forward<T>(cudaStream_t, const ops::batch_norm_geometry&, double, double, const T*,       \
                                       const T*, const T*, T*, T*, T*, double*);                                      \
-  template void batch_norm_backward<T>(cudaStream_t, const cpu::batch_norm_geometry&, double, const T*, const T*,    \
+  template void batch_norm_backward<T>(cudaStream_t, const ops::batch_norm_geometry&, double, const T*, const T*,    \
                                        const T*, T*, T*, T*, double*);                                               \
   template void softmax_cross_entropy_forward<T>(cudaStream_t, int64_t, int64_t, const T*, const std::int64_t*,      \
                                                  double*, T*);                                                       \

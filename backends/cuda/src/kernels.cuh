@@ -13,7 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <remat/cpu/kernels.hpp>
+#include <remat/ops/batch_norm.hpp>
+#include <remat/ops/dropout.hpp>
+#include <remat/ops/pooling.hpp>
 
 #include "elements.hpp"
 
@@ -31,7 +33,7 @@ template <class T>
 void sigmoid_backward(cudaStream_t stream, std::size_t count, const T* y, const T* dy, T* dx);
 /// out = in · mask / (1 − p): the forward (in = x) and the backward (in = dy) alike.
 template <class T>
-void dropout(cudaStream_t stream, std::size_t count, double p, const cpu::dropout_key& key, const T* in, T* out);
+void dropout(cudaStream_t stream, std::size_t count, double p, const ops::dropout_key& key, const T* in, T* out);
 /// y = a + b.
 template <class T>
 void add(cudaStream_t stream, std::size_t count, const T* a, const T* b, T* y);
@@ -43,17 +45,17 @@ template <class T>
 void sgd(cudaStream_t stream, std::size_t count, T rate, const T* gradient, T* p);
 
 template <class T>
-void max_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y);
+void max_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
-void max_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, const T* dy, T* dx);
+void max_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, const T* dy, T* dx);
 template <class T>
-void avg_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y);
+void avg_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
-void avg_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* dy, T* dx);
+void avg_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* dy, T* dx);
 template <class T>
-void adaptive_avg_pool_forward(cudaStream_t stream, const cpu::pool_geometry& g, const T* x, T* y);
+void adaptive_avg_pool_forward(cudaStream_t stream, const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
-void adaptive_avg_pool_backward(cudaStream_t stream, const cpu::pool_geometry& g, const T* dy, T* dx);
+void adaptive_avg_pool_backward(cudaStream_t stream, const ops::pool_geometry& g, const T* dy, T* dx);
 
 template <class T>
 void slice_forward(cudaStream_t stream, const elements::slice_geometry& s, std::size_t out_count, const T* x, T* y);
@@ -75,12 +77,12 @@ void channel_sum(cudaStream_t stream, std::int64_t n, std::int64_t channels, std
 /// statistics in double; updates the running statistics (as
 /// cpu::batch_norm_update_running) when running_mean is not null.
 template <class T>
-void batch_norm_forward(cudaStream_t stream, const cpu::batch_norm_geometry& g, double eps, double momentum,
+void batch_norm_forward(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, double momentum,
                         const T* x, const T* gamma, const T* beta, T* y, T* running_mean, T* running_var,
                         double* scratch);
 /// cpu::batch_norm_backward: statistics recomputed from x; dx may be null.
 template <class T>
-void batch_norm_backward(cudaStream_t stream, const cpu::batch_norm_geometry& g, double eps, const T* x,
+void batch_norm_backward(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, const T* x,
                          const T* gamma, const T* dy, T* dx, T* dgamma, T* dbeta, double* scratch);
 
 /// loss[0] = mean over rows of −log softmax(logits)[label].

@@ -1,4 +1,4 @@
-// The model: the CPU runtime's parsed graph and initial state, uploaded; cuDNN
+// The model: the op model's parsed graph and initial state, uploaded; cuDNN
 // descriptors and algorithms for every convolution; cuBLAS GEMMs for linear
 // layers.
 
@@ -29,24 +29,24 @@ void fits_int(const std::string& context, std::initializer_list<std::int64_t> ex
 }
 
 // What the CUDA kernels and libraries take beyond the op contract.
-void check_device_limits(const graph& g, std::span<const cpu::op_info> ops) {
+void check_device_limits(const graph& g, std::span<const ops::op_info> ops) {
   for (node_id v = 0; v < g.size(); ++v) {
-    const cpu::op_info& o = ops[v];
+    const ops::op_info& o = ops[v];
     const std::string at = "node '" + g.node_name(v) + "' (" + g.op(v) + ")";
     switch (o.kind) {
-      case cpu::op_kind::conv2d:
+      case ops::op_kind::conv2d:
         fits_int(at, {static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), static_cast<std::int64_t>(o.elements()),
                       static_cast<std::int64_t>(o.weight_elements)});
         if (o.conv.k > 65535) throw remat::error(at + ": more than 65535 output channels");
         break;
-      case cpu::op_kind::linear:
+      case ops::op_kind::linear:
         fits_int(at, {o.rows * o.in_features, o.rows * o.out_features, o.in_features * o.out_features});
         if (o.out_features > 65535) throw remat::error(at + ": more than 65535 output features");
         break;
-      case cpu::op_kind::batch_norm:
+      case ops::op_kind::batch_norm:
         if (o.norm.c > 65535) throw remat::error(at + ": more than 65535 channels");
         break;
-      case cpu::op_kind::slice:
+      case ops::op_kind::slice:
         if (o.in_dims.size() > static_cast<std::size_t>(elements::slice_geometry::max_rank))
           throw remat::error(at + ": the CUDA runtime slices tensors of rank " +
                              std::to_string(elements::slice_geometry::max_rank) + " at most");
@@ -135,7 +135,7 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const model_options& o, 
   c.chosen.backward_filter_workspace = bytes;
 }
 
-convolution_descriptor convolution_of(const cpu::conv2d_geometry& g, cudnnMathType_t math, const std::string& at) {
+convolution_descriptor convolution_of(const ops::conv2d_geometry& g, cudnnMathType_t math, const std::string& at) {
   cudnnConvolutionDescriptor_t raw = nullptr;
   check(cudnnCreateConvolutionDescriptor(&raw), "cudnnCreateConvolutionDescriptor", at);
   convolution_descriptor c(raw);
@@ -160,7 +160,7 @@ tensor_descriptor tensor_of(std::int64_t n, std::int64_t c, std::int64_t h, std:
 
 }  // namespace
 
-convolution describe(const cpu::conv2d_geometry& g, cudnnMathType_t math, const std::string& at) {
+convolution describe(const ops::conv2d_geometry& g, cudnnMathType_t math, const std::string& at) {
   convolution c;
   c.x = tensor_of(g.n, g.c, g.h, g.w, at);
   c.y = tensor_of(g.n, g.k, g.oh(), g.ow(), at);
@@ -178,7 +178,7 @@ convolution describe(const cpu::conv2d_geometry& g, cudnnMathType_t math, const 
 
 }  // namespace detail
 
-std::vector<std::int64_t> convolution_output_shape(const cpu::conv2d_geometry& g) {
+std::vector<std::int64_t> convolution_output_shape(const ops::conv2d_geometry& g) {
   const detail::convolution c = detail::describe(g, CUDNN_FMA_MATH, "convolution_output_shape");
   int n = 0, k = 0, h = 0, w = 0;
   detail::check(cudnnGetConvolution2dForwardOutputDim(c.forward.get(), c.x.get(), c.w.get(), &n, &k, &h, &w),
@@ -193,7 +193,7 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   const std::size_t n = net.size();
   detail::check_device_limits(net, host.ops());
   for (node_id v = 0; v < n; ++v)
-    if (host.op(v).kind == cpu::op_kind::conv2d &&
+    if (host.op(v).kind == ops::op_kind::conv2d &&
         convolution_output_shape(host.op(v).conv) != host.op(v).shape)
       throw remat::error(where(v) + ": cuDNN's output shape differs from the graph's");
   if (device_count() == 0) throw remat::error("no CUDA device to run '" + net.name() + "' on: " + no_device_reason());
@@ -226,13 +226,13 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   std::vector<std::uint64_t> parameter_at(n), statistics_at(n), input_at(n);
   std::uint64_t parameter_total = 0, statistics_total = 0, input_total = 0;
   for (node_id v = 0; v < n; ++v) {
-    const cpu::op_info& op = host.op(v);
+    const ops::op_info& op = host.op(v);
     parameter_at[v] = parameter_total;
     parameter_total += aligned(op.parameter_elements() * sizeof(T));
     statistics_at[v] = statistics_total;
-    if (op.kind == cpu::op_kind::batch_norm) statistics_total += 2 * aligned(static_cast<std::uint64_t>(op.norm.c) * sizeof(T));
+    if (op.kind == ops::op_kind::batch_norm) statistics_total += 2 * aligned(static_cast<std::uint64_t>(op.norm.c) * sizeof(T));
     input_at[v] = input_total;
-    if (op.kind == cpu::op_kind::input) input_total += aligned(op.elements() * (op.labels ? 8 : sizeof(T)));
+    if (op.kind == ops::op_kind::input) input_total += aligned(op.elements() * (op.labels ? 8 : sizeof(T)));
   }
   parameter_storage = detail::device_buffer(parameter_total, "the parameters of " + context);
   statistics_storage = detail::device_buffer(statistics_total, "the batch-norm running statistics of " + context);
@@ -243,15 +243,15 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   inputs.assign(n, nullptr);
   labels.assign(n, nullptr);
   for (node_id v = 0; v < n; ++v) {
-    const cpu::op_info& op = host.op(v);
-    if (op.kind == cpu::op_kind::input) {
+    const ops::op_info& op = host.op(v);
+    if (op.kind == ops::op_kind::input) {
       if (op.labels) labels[v] = input_storage.get<std::int64_t>(input_at[v]);
       else inputs[v] = input_storage.get<T>(input_at[v]);
       continue;
     }
     parameters[v] = parameter_storage.get<T>(parameter_at[v]);
     upload(parameters[v], host.parameters(v).data(), op.parameter_elements() * sizeof(T));
-    if (op.kind == cpu::op_kind::batch_norm) {
+    if (op.kind == ops::op_kind::batch_norm) {
       const std::uint64_t bytes = static_cast<std::uint64_t>(op.norm.c) * sizeof(T);
       running_mean[v] = statistics_storage.get<T>(statistics_at[v]);
       running_var[v] = statistics_storage.get<T>(statistics_at[v] + aligned(bytes));
@@ -264,7 +264,7 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   convolutions.resize(n);
   std::uint64_t workspace = 0;
   for (node_id v = 0; v < n; ++v) {
-    if (host.op(v).kind != cpu::op_kind::conv2d) continue;
+    if (host.op(v).kind != ops::op_kind::conv2d) continue;
     auto c = std::make_unique<detail::convolution>(
         detail::describe(host.op(v).conv, options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, where(v)));
     detail::choose_algorithms(raw_cudnn, *c, options, where(v));
@@ -355,13 +355,13 @@ void gemm(cublasHandle_t h, const elements::gemm_shape& shape, const float* a, c
 
 template <class T>
 void model<T>::device_state::linear_forward(node_id v, const T* x, const T* w, T* y) {
-  const cpu::op_info& o = host.op(v);
+  const ops::op_info& o = host.op(v);
   detail::gemm(cublas.get(), elements::linear_output(o.rows, o.in_features, o.out_features), w, x, y, where(v));
 }
 
 template <class T>
 void model<T>::device_state::linear_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw) {
-  const cpu::op_info& o = host.op(v);
+  const ops::op_info& o = host.op(v);
   detail::gemm(cublas.get(), elements::linear_weight_gradient(o.rows, o.in_features, o.out_features), x, dy, dw,
                where(v));
   if (dx)
@@ -381,11 +381,11 @@ const graph& model<T>::network() const noexcept {
   return state_->host.network();
 }
 template <class T>
-const cpu::op_info& model<T>::op(node_id v) const noexcept {
+const ops::op_info& model<T>::op(node_id v) const noexcept {
   return state_->host.op(v);
 }
 template <class T>
-std::span<const cpu::op_info> model<T>::ops() const noexcept {
+std::span<const ops::op_info> model<T>::ops() const noexcept {
   return state_->host.ops();
 }
 template <class T>
@@ -431,14 +431,14 @@ std::vector<T> model<T>::parameters(node_id v) const {
 
 template <class T>
 std::vector<T> model<T>::running_mean(node_id v) const {
-  std::vector<T> out(op(v).kind == cpu::op_kind::batch_norm ? static_cast<std::size_t>(op(v).norm.c) : 0);
+  std::vector<T> out(op(v).kind == ops::op_kind::batch_norm ? static_cast<std::size_t>(op(v).norm.c) : 0);
   state_->download(out.data(), state_->running_mean[v], out.size() * sizeof(T));
   return out;
 }
 
 template <class T>
 std::vector<T> model<T>::running_var(node_id v) const {
-  std::vector<T> out(op(v).kind == cpu::op_kind::batch_norm ? static_cast<std::size_t>(op(v).norm.c) : 0);
+  std::vector<T> out(op(v).kind == ops::op_kind::batch_norm ? static_cast<std::size_t>(op(v).norm.c) : 0);
   state_->download(out.data(), state_->running_var[v], out.size() * sizeof(T));
   return out;
 }

@@ -13,7 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <remat/cpu/model.hpp>
+#include <remat/ops/convolution.hpp>
+#include <remat/ops/host_model.hpp>
 
 #include "check.cuh"
 #include "remat/cuda/model.hpp"
@@ -48,7 +49,7 @@ struct convolution {
 
 /// Descriptors for g (float, NCHW), each convolution descriptor under `math`.
 /// \throws remat::error naming `context` when cuDNN refuses the geometry.
-convolution describe(const cpu::conv2d_geometry& g, cudnnMathType_t math, const std::string& context);
+convolution describe(const ops::conv2d_geometry& g, cudnnMathType_t math, const std::string& context);
 
 }  // namespace remat::cuda::detail
 
@@ -73,7 +74,7 @@ struct model<T>::device_state {
   void linear_forward(node_id v, const T* x, const T* w, T* y);
   void linear_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw);
 
-  cpu::model<T> host;  // op infos, initial parameters, the inputs and labels last set
+  ops::host_model<T> host;  // op infos, initial parameters, the inputs and labels last set
   model_options options;
   detail::owned<cudaStream_t, cudaStreamDestroy> stream;
   detail::owned<cudnnHandle_t, cudnnDestroy> cudnn;

@@ -3,34 +3,34 @@
 #include <algorithm>
 #include <vector>
 
-#include <remat/cpu/executor.hpp>
+#include <remat/ops/element_buffers.hpp>
 #include <remat/plan/simulate.hpp>
 
 namespace remat::cuda {
 
-std::uint64_t reduction_doubles(const graph& g, std::span<const cpu::op_info> ops, node_id v) {
-  const cpu::op_info& o = ops[v];
+std::uint64_t reduction_doubles(const graph& g, std::span<const ops::op_info> ops, node_id v) {
+  const ops::op_info& o = ops[v];
   auto per_channel = [](std::int64_t channels, std::int64_t count, std::int64_t statistics) {
     return static_cast<std::uint64_t>(channels * (reduction_chunks(count) + statistics));
   };
   switch (o.kind) {
     // Partials, then mean, variance, 1/√(var + eps), Σ dy, Σ dy·x̂ per channel.
-    case cpu::op_kind::batch_norm: return per_channel(o.norm.c, o.norm.n * o.norm.spatial, 5);
-    case cpu::op_kind::conv2d:
+    case ops::op_kind::batch_norm: return per_channel(o.norm.c, o.norm.n * o.norm.spatial, 5);
+    case ops::op_kind::conv2d:
       return o.bias_elements ? per_channel(o.conv.k, o.conv.n * o.conv.oh() * o.conv.ow(), 0) : 0;
-    case cpu::op_kind::linear: return o.bias_elements ? per_channel(o.out_features, o.rows, 0) : 0;
+    case ops::op_kind::linear: return o.bias_elements ? per_channel(o.out_features, o.rows, 0) : 0;
     // Per row: max, Σ exp, loss.
-    case cpu::op_kind::softmax_cross_entropy: return 3 * static_cast<std::uint64_t>(o.rows);
-    case cpu::op_kind::mse_loss: return per_channel(1, static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), 0);
+    case ops::op_kind::softmax_cross_entropy: return 3 * static_cast<std::uint64_t>(o.rows);
+    case ops::op_kind::mse_loss: return per_channel(1, static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), 0);
     default: return 0;
   }
 }
 
-device_plan plan_device(const graph& g, std::span<const cpu::op_info> ops, const schedule& steps,
+device_plan plan_device(const graph& g, std::span<const ops::op_info> ops, const schedule& steps,
                         std::size_t element_size) {
   (void)simulate(g, steps);
   device_plan plan;
-  plan.layout = assign_offsets(cpu::element_buffers(g, ops, steps, element_size), steps.size(), device_alignment);
+  plan.layout = assign_offsets(ops::element_buffers(g, ops, steps, element_size), steps.size(), device_alignment);
   // Only an operand consumed at two or more positions can receive a second
   // contribution, which is computed aside; any of its positions may be the later one.
   std::vector<std::uint32_t> positions(g.size(), 0);

@@ -22,14 +22,12 @@
 ///   graphs run in float.
 
 #include <cstddef>
-#include <cstdint>
 #include <functional>
-#include <memory>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include <remat/graph/graph.hpp>
+#include <remat/ops/step.hpp>
 #include <remat/plan/schedule.hpp>
 #include <remat/plan/simulate.hpp>
 #include <remat/runtime/layout.hpp>
@@ -38,38 +36,11 @@
 
 namespace remat::cpu {
 
-/// The buffers of `steps` (buffer_lifetimes) sized for a runtime that stores
-/// `element_size` bytes per element: values and gradients elements × size,
-/// parameter gradients parameter elements × size, workspaces as the graph
-/// declares them. For f32 graphs and element_size 4 the bytes are the graph's.
-/// O(steps + m).
-std::vector<buffer_lifetime> element_buffers(const graph& g, std::span<const op_info> ops, const schedule& steps,
-                                             std::size_t element_size);
-
-/// \throws remat::error naming the loss node and the input when a label that
-/// `labels_of(input)` returns for a softmax_cross_entropy is outside its
-/// classes. O(labels).
-void check_labels(const graph& g, std::span<const op_info> ops,
-                  const std::function<std::span<const std::int64_t>(node_id)>& labels_of);
-
-/// Options of one training step.
-struct step_options {
-  std::uint64_t step = 0;        ///< training step index: keys the dropout masks
-  double learning_rate = 0.01;   ///< SGD: p −= learning_rate · ∂loss/∂p (0: no update)
-  bool record_timeline = false;  ///< keep the live bytes of every step
-};
-
-/// What one training step did and held.
-struct step_report {
-  double loss = 0;                ///< Σ loss_weight · loss over the losses computed
-  std::vector<std::pair<node_id, double>> losses;  ///< each loss node's own value
-  std::uint64_t peak_bytes = 0;   ///< most live bytes at one step, every category
-  std::size_t peak_step = 0;      ///< the first step reaching it
-  memory_breakdown at_peak;       ///< its categories
-  std::vector<memory_breakdown> timeline;  ///< per step, when record_timeline
-  std::uint64_t scratch_bytes = 0;  ///< kernel scratch used outside the arena (not a simulator category)
-  double seconds = 0;             ///< wall time of the step, optimizer included
-};
+/// Options of one training step (the step index keys the dropout masks, SGD's
+/// learning rate, whether to keep the timeline) and its report: the ones both
+/// runtimes share.
+using step_options = ops::step_options;
+using step_report = ops::step_report;
 
 /// Runs schedules of one model. T is float or double.
 template <class T>

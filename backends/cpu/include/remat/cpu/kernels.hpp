@@ -27,33 +27,26 @@
 #include <cstdint>
 #include <span>
 
-namespace remat::cpu {
+#include <remat/ops/batch_norm.hpp>
+#include <remat/ops/convolution.hpp>
+#include <remat/ops/dropout.hpp>
+#include <remat/ops/pooling.hpp>
 
-/// A 2-D convolution as torch.nn.Conv2d runs it: x [n, c, h, w], weight
-/// [k, c/groups, kh, kw], bias [k], y [n, k, oh, ow].
-struct conv2d_geometry {
-  std::int64_t n = 1, c = 1, h = 1, w = 1;  ///< input
-  std::int64_t k = 1;                        ///< output channels
-  std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  std::int64_t groups = 1;
-  /// Output height and width: ⌊(h + 2p − d(k − 1) − 1) / s⌋ + 1.
-  std::int64_t oh() const noexcept { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
-  std::int64_t ow() const noexcept { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
-};
+namespace remat::cpu {
 
 /// Scratch elements conv2d_forward and conv2d_backward need (im2col columns
 /// of one image and group; 0 for a 1×1, stride-1, unpadded convolution).
-std::size_t conv2d_scratch(const conv2d_geometry& g) noexcept;
+std::size_t conv2d_scratch(const ops::conv2d_geometry& g) noexcept;
 
 /// y = conv(x, weight) + bias (bias may be null). O(n·k·oh·ow·c/groups·kh·kw).
 template <class T>
-void conv2d_forward(const conv2d_geometry& g, const T* x, const T* weight, const T* bias, T* y,
+void conv2d_forward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* bias, T* y,
                     std::span<T> scratch);
 
 /// Gradients of conv2d_forward: dx (may be null), dweight, dbias (null when
 /// there is no bias). Same complexity as the forward, twice over.
 template <class T>
-void conv2d_backward(const conv2d_geometry& g, const T* x, const T* weight, const T* dy, T* dx, T* dweight,
+void conv2d_backward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* dy, T* dx, T* dweight,
                      T* dbias, std::span<T> scratch);
 
 /// y [n, out] = x [n, in] · weightᵀ + bias, weight [out, in] (torch.nn.Linear).
@@ -66,17 +59,11 @@ template <class T>
 void linear_backward(std::int64_t n, std::int64_t in, std::int64_t out, const T* x, const T* weight, const T* dy,
                      T* dx, T* dweight, T* dbias);
 
-/// Batch norm over channel dim 1 of x [n, c, spatial...] with `spatial`
-/// elements per (sample, channel).
-struct batch_norm_geometry {
-  std::int64_t n = 1, c = 1, spatial = 1;
-};
-
 /// Training-mode batch norm: y = (x − mean) / √(var + eps) · gamma + beta with
 /// the batch's mean and biased variance per channel, which it also writes to
 /// batch_mean and batch_var (c entries each, may be null). Two passes over x.
 template <class T>
-void batch_norm_forward(const batch_norm_geometry& g, const T* x, const T* gamma, const T* beta, double eps, T* y,
+void batch_norm_forward(const ops::batch_norm_geometry& g, const T* x, const T* gamma, const T* beta, double eps, T* y,
                         double* batch_mean, double* batch_var);
 
 /// running = (1 − momentum) · running + momentum · batch, with the unbiased
@@ -88,7 +75,7 @@ void batch_norm_update_running(std::int64_t c, std::int64_t count, const double*
 /// Gradients of batch_norm_forward, the batch statistics recomputed from x
 /// exactly as the forward computed them: dx (may be null), dgamma, dbeta.
 template <class T>
-void batch_norm_backward(const batch_norm_geometry& g, const T* x, const T* gamma, double eps, const T* dy, T* dx,
+void batch_norm_backward(const ops::batch_norm_geometry& g, const T* x, const T* gamma, double eps, const T* dy, T* dx,
                          T* dgamma, T* dbeta);
 
 /// y = max(x, 0).
@@ -105,36 +92,28 @@ void sigmoid_forward(std::size_t count, const T* x, T* y);
 template <class T>
 void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx);
 
-/// A pooling window over x [n, c, h, w] giving y [n, c, oh, ow]; oh and ow
-/// follow torch's rule (ceil_mode included) and are given, not derived.
-struct pool_geometry {
-  std::int64_t n = 1, c = 1, h = 1, w = 1, oh = 1, ow = 1;
-  std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool count_include_pad = true;  ///< avg_pool only
-};
-
 /// Max over each (dilated) window; padding never wins. The first maximum in
 /// row-major window order is the argmax.
 template <class T>
-void max_pool_forward(const pool_geometry& g, const T* x, T* y);
+void max_pool_forward(const ops::pool_geometry& g, const T* x, T* y);
 /// dx: dy routed to each window's argmax, recomputed from x as the forward
 /// found it; overlapping windows add up in output order.
 template <class T>
-void max_pool_backward(const pool_geometry& g, const T* x, const T* dy, T* dx);
+void max_pool_backward(const ops::pool_geometry& g, const T* x, const T* dy, T* dx);
 
 /// Average over each window, with torch's divisor (count_include_pad counts the
 /// padding inside the padded input, never beyond it).
 template <class T>
-void avg_pool_forward(const pool_geometry& g, const T* x, T* y);
+void avg_pool_forward(const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
-void avg_pool_backward(const pool_geometry& g, const T* dy, T* dx);
+void avg_pool_backward(const ops::pool_geometry& g, const T* dy, T* dx);
 
 /// torch.nn.AdaptiveAvgPool2d: window i covers [⌊i·h/oh⌋, ⌈(i+1)·h/oh⌉).
 /// Uses n, c, h, w, oh, ow of the geometry.
 template <class T>
-void adaptive_avg_pool_forward(const pool_geometry& g, const T* x, T* y);
+void adaptive_avg_pool_forward(const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
-void adaptive_avg_pool_backward(const pool_geometry& g, const T* dy, T* dx);
+void adaptive_avg_pool_backward(const ops::pool_geometry& g, const T* dy, T* dx);
 
 /// y = Σ operands, summed left to right.
 template <class T>
@@ -149,17 +128,12 @@ template <class T>
 void concat_backward(std::int64_t outer, std::int64_t inner, std::span<const std::int64_t> channels, const T* dy,
                      std::span<T* const> dx);
 
-/// The dropout mask's key: the mask of element e is random_bits(seed, step,
-/// node, e) (random.hpp), kept when its unit_interval value is at least p.
-struct dropout_key {
-  std::uint64_t seed = 0, step = 0, node = 0;
-};
 /// y = x · mask / (1 − p). \pre 0 ≤ p < 1.
 template <class T>
-void dropout_forward(std::size_t count, double p, const dropout_key& key, const T* x, T* y);
+void dropout_forward(std::size_t count, double p, const ops::dropout_key& key, const T* x, T* y);
 /// dx = dy · mask / (1 − p), the mask regenerated from its key.
 template <class T>
-void dropout_backward(std::size_t count, double p, const dropout_key& key, const T* dy, T* dx);
+void dropout_backward(std::size_t count, double p, const ops::dropout_key& key, const T* dy, T* dx);
 
 /// x[begin:end] of a tensor of `dims` (any rank, one bound per dimension).
 template <class T>

@@ -6,8 +6,9 @@
 /// It is the CPU executor's semantics on a device (docs/cuda-runtime.md):
 /// the same schedule walk (core execution.hpp), so the same buffers, the same
 /// gradient accumulation order, the same ledger; batch-norm running statistics
-/// updated by compute steps only; dropout masks from the CPU runtime's
-/// counter-based generator, identical in every recompute and in the backward.
+/// updated by compute steps only; dropout masks from the counter-based
+/// generator the CPU runtime's come from too, identical in every recompute
+/// and in the backward.
 ///
 /// Memory: every value, gradient and parameter gradient lives in one device
 /// arena laid out by the core (storage::arena, the layout of device_plan), or,
@@ -27,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include <remat/cpu/executor.hpp>
 #include <remat/graph/graph.hpp>
+#include <remat/ops/step.hpp>
 #include <remat/plan/schedule.hpp>
 #include <remat/plan/simulate.hpp>
 #include <remat/runtime/layout.hpp>
@@ -48,17 +49,17 @@ struct executor_options {
   cuda::storage storage = storage::arena;
 };
 
-/// Options of one training step: the CPU runtime's (the step index keys the
+/// Options of one training step: both runtimes' (the step index keys the
 /// dropout masks, SGD's learning rate, whether to keep the timeline).
-using step_options = cpu::step_options;
+using step_options = ops::step_options;
 
-/// What one training step did and held: the CPU runtime's report, where
+/// What one training step did and held: both runtimes' report, where
 /// peak_bytes, peak_step, at_peak and timeline are the ledger of live bytes
 /// (parameters and inputs as stored plus the arena buffers held, by the
 /// simulator's categories; for f32 graphs equal to simulate(g, steps)'s),
 /// scratch_bytes is the kernel scratch allocated and seconds is the step's
 /// device time (CUDA events, SGD included); plus what only a device has.
-struct step_report : cpu::step_report {
+struct step_report : ops::step_report {
   /// The model's convolution and GEMM workspaces: device memory held for the
   /// whole step, outside the simulator's categories.
   std::uint64_t workspace_bytes = 0;

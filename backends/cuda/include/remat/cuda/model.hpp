@@ -2,13 +2,14 @@
 
 /// \file
 /// remat::cuda::model: a remat::graph made runnable on a CUDA device. The ops
-/// are the CPU runtime's (cpu::parse_op: one parser, one op contract), and so
-/// are the initial parameters, batch-norm statistics and synthetic inputs: a
-/// host cpu::model<T> built with the same seed is uploaded, so a CUDA model and
-/// a CPU model of one graph and seed start from the same bits. On the device
-/// it holds parameters, running statistics, inputs, the cuDNN and cuBLAS
-/// handles, one convolution workspace sized at construction (the largest the
-/// chosen algorithms need) and cuBLAS's workspace: nothing is allocated later.
+/// are the op model's that the CPU runtime runs too (ops::parse_op: one parser,
+/// one op contract), and so are the initial parameters, batch-norm statistics
+/// and synthetic inputs: an ops::host_model<T> built with the same seed is
+/// uploaded, so a CUDA model and a CPU model of one graph and seed start from
+/// the same bits. On the device it holds parameters, running statistics,
+/// inputs, the cuDNN and cuBLAS handles, one convolution workspace sized at
+/// construction (the largest the chosen algorithms need) and cuBLAS's
+/// workspace: nothing is allocated later.
 ///
 /// Host-only C++: no CUDA header is included, so g++-compiled code can use it.
 /// Link remat_cuda.
@@ -19,8 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include <remat/cpu/model.hpp>
 #include <remat/graph/graph.hpp>
+#include <remat/ops/convolution.hpp>
+#include <remat/ops/op.hpp>
 
 namespace remat::cuda {
 
@@ -64,16 +66,16 @@ struct model_memory {
 /// The output shape [n, k, oh, ow] cuDNN's descriptors give convolution g,
 /// computed without a device; a model refuses a node where it differs from the
 /// graph's. \throws remat::error when cuDNN refuses the geometry.
-std::vector<std::int64_t> convolution_output_shape(const cpu::conv2d_geometry& g);
+std::vector<std::int64_t> convolution_output_shape(const ops::conv2d_geometry& g);
 
 /// A graph runnable on device 0, with parameters, running statistics and inputs
 /// there. T is float.
 template <class T>
 class model {
  public:
-  /// Parses every node (cpu::parse_op) before touching the device, so a bad
+  /// Parses every node (ops::parse_op) before touching the device, so a bad
   /// graph is refused, naming the node, with or without one; then uploads the
-  /// initial state of cpu::model<T>(g, seed) and picks convolution algorithms.
+  /// initial state of ops::host_model<T>(g, seed) and picks convolution algorithms.
   /// \throws remat::error naming the first bad node, or saying there is no
   /// device and why; cuda::out_of_memory naming what did not fit.
   explicit model(graph g, std::uint64_t seed = 0, const model_options& options = {});
@@ -82,16 +84,16 @@ class model {
   model& operator=(const model&) = delete;
 
   const graph& network() const noexcept;
-  const cpu::op_info& op(node_id v) const noexcept;
-  std::span<const cpu::op_info> ops() const noexcept;
+  const ops::op_info& op(node_id v) const noexcept;
+  std::span<const ops::op_info> ops() const noexcept;
   std::uint64_t seed() const noexcept;
   const model_options& options() const noexcept;
 
-  /// As cpu::model's, then copied to the device (synchronously: never while a
+  /// As ops::host_model's, then copied to the device (synchronously: never while a
   /// step runs). \throws remat::error for a wrong name or size.
   void set_input(std::string_view name, std::span<const T> values);
   void set_labels(std::string_view name, std::span<const std::int64_t> labels);
-  /// The same data and labels as cpu::model<T>::randomize_inputs(seed).
+  /// The same data and labels as ops::host_model<T>::randomize_inputs(seed).
   void randomize_inputs(std::uint64_t seed);
   /// Class labels of an i64 input, as last set (host copy: the executor checks
   /// them against the loss before a step).

@@ -4,7 +4,7 @@
 /// What a CUDA executor allocates for a schedule, decided on the host before
 /// any device memory is touched (and testable without a device): the arena
 /// layout, the same buffers and lifetimes as the CPU runtime's (core
-/// layout.hpp through cpu::element_buffers) at 256-byte offsets, and the
+/// layout.hpp through ops::element_buffers) at 256-byte offsets, and the
 /// scratch its kernels need, sized as the largest any step takes. Nothing is
 /// allocated while a step runs. Host-only C++.
 
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <span>
 
-#include <remat/cpu/model.hpp>
 #include <remat/graph/graph.hpp>
+#include <remat/ops/op.hpp>
 #include <remat/plan/schedule.hpp>
 #include <remat/runtime/layout.hpp>
 
@@ -40,7 +40,7 @@ constexpr std::int64_t reduction_chunks(std::int64_t count) noexcept {
 /// per-channel partial sums and statistics (batch norm; the bias gradients of
 /// conv2d and linear; mse_loss's sum) or per-row softmax statistics and
 /// losses (softmax_cross_entropy). O(1).
-std::uint64_t reduction_doubles(const graph& g, std::span<const cpu::op_info> ops, node_id v);
+std::uint64_t reduction_doubles(const graph& g, std::span<const ops::op_info> ops, node_id v);
 
 /// An executor's device memory beyond parameters and inputs.
 struct device_plan {
@@ -53,10 +53,10 @@ struct device_plan {
   std::uint64_t scratch_bytes() const noexcept { return gradient_scratch_bytes + reduction_scratch_bytes; }
 };
 
-/// Plans `steps` on g whose parsed ops are `ops` (cpu::parse_op), at
+/// Plans `steps` on g whose parsed ops are `ops` (ops::parse_op), at
 /// `element_size` bytes per element. \throws invalid_schedule for a schedule
 /// the simulator rejects. O(steps + m) plus assign_offsets.
-device_plan plan_device(const graph& g, std::span<const cpu::op_info> ops, const schedule& steps,
+device_plan plan_device(const graph& g, std::span<const ops::op_info> ops, const schedule& steps,
                         std::size_t element_size = 4);
 
 }  // namespace remat::cuda

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace remat::cpu {
+namespace remat::ops {
 
 /// SplitMix64's finalizer (Steele, Lea & Flood, "Fast splittable pseudorandom
 /// number generators", OOPSLA 2014): a bijection on 64-bit words whose output
@@ -33,12 +33,4 @@ constexpr double unit_interval(std::uint64_t bits) noexcept {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
-/// Whether dropout with probability p keeps `element` of the stream (seed,
-/// step, node): its unit_interval value is at least p. The CPU and CUDA
-/// kernels both decide through this function, so their masks are identical.
-constexpr bool keeps(double p, std::uint64_t seed, std::uint64_t step, std::uint64_t node,
-                     std::uint64_t element) noexcept {
-  return unit_interval(random_bits(seed, step, node, element)) >= p;
-}
-
-}  // namespace remat::cpu
+}  // namespace remat::ops

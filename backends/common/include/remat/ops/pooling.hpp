@@ -1,19 +1,26 @@
 #pragma once
 
 /// \file
-/// Pooling windows as torch defines them: which input elements each output
-/// element of an average, adaptive average or max pool covers, and which one a
-/// max pool picks. Every function is constexpr and allocation-free so that the
-/// CUDA backend's kernels (compiled with --expt-relaxed-constexpr) run the very
-/// same arithmetic as the CPU kernels and pick the same argmax.
+/// Pooling as torch defines it: the geometry both runtimes' kernels take, and
+/// the windows, which input elements each output element of an average,
+/// adaptive average or max pool covers and which one a max pool picks. Every
+/// function is constexpr and allocation-free so that the CUDA backend's
+/// kernels (compiled with --expt-relaxed-constexpr) run the very same
+/// arithmetic as the CPU kernels and pick the same argmax.
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
-#include "kernels.hpp"
+namespace remat::ops {
 
-namespace remat::cpu {
+/// A pooling window over x [n, c, h, w] giving y [n, c, oh, ow]; oh and ow
+/// follow torch's rule (ceil_mode included) and are given, not derived.
+struct pool_geometry {
+  std::int64_t n = 1, c = 1, h = 1, w = 1, oh = 1, ow = 1;
+  std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool count_include_pad = true;  ///< avg_pool only
+};
 
 /// One output element's window along one axis: the input range [begin, end)
 /// it covers, clipped to the input, and `padded`, its extent with the padding
@@ -68,4 +75,4 @@ constexpr std::int64_t argmax_in_window(const pool_geometry& g, const T* plane, 
   return best;
 }
 
-}  // namespace remat::cpu
+}  // namespace remat::ops
