@@ -128,11 +128,6 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-// A plan within the budget (infeasible points may carry one above it).
-bool has_plan(const remat::solution& s) {
-  return s.status != remat::solve_status::infeasible && s.status != remat::solve_status::stopped;
-}
-
 // Why this point ends its series, if it does.
 std::optional<std::string> stop_reason(method m, const remat::solution& s, const graph_entry& entry,
                                        const remat::bench::measurement& t, const remat::solve_options& options) {
@@ -173,7 +168,7 @@ std::optional<std::string> predicted_overrun(const series_state& series, double 
 }
 
 void set_gap_counters(benchmark::State& state, method m, const std::string& key, const remat::solution& s) {
-  if (!has_plan(s)) return;
+  if (!remat::has_plan(s)) return;
   const auto peak = static_cast<double>(s.figures.peak_bytes);
   const auto optimum = optimum_peak.find(key);
   const bool against_optimum = proves_optimality(m) && m != method::ogc_exact
@@ -285,7 +280,7 @@ void solve_point(benchmark::State& state, const std::string& key, const std::fun
   c["optimal"] = s.status == remat::solve_status::optimal ? 1 : 0;
   c["time_limit_reached"] = s.stats.time_limit_reached ? 1 : 0;
   c["cap_reached"] = s.stats.cap_reached ? 1 : 0;
-  if (has_plan(s)) {
+  if (remat::has_plan(s)) {
     c["plan_peak_bytes"] = static_cast<double>(s.figures.peak_bytes);
     c["lower_bound_bytes"] = static_cast<double>(s.peak_lower_bound);
     c["recompute_s"] = s.figures.recompute_time;

@@ -55,7 +55,9 @@ class time_budget {
   /// The first `numerator / denominator` of what is left; unlimited stays unlimited.
   time_budget share(std::int64_t numerator, std::int64_t denominator) const noexcept {
     if (!limited()) return *this;
-    return until(clock::now() + left() * numerator / denominator);
+    const clock::time_point now = clock::now();
+    const clock::duration rest = std::max(clock::duration::zero(), deadline_ - now);
+    return until(std::min(deadline_, now + rest * numerator / denominator));
   }
 
   /// This budget less `reserve` kept back for a later phase (the deadline

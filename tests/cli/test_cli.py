@@ -121,6 +121,17 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run("plan", resnet, "--method", method, "--json")
         ok = r.returncode == 0 and json.loads(r.stdout).get("peak", 0) >= exact.get("peak", 1 << 62)
         check(f"plan --method {method} never beats exact", ok, r.stdout + r.stderr)
+    # --json names the search's counts in each method's words, and why a plan is not proven
+    check("an optimal plan has no 'unproven' reason, and its search counts lower sets",
+          "unproven" not in exact and exact.get("search", {}).get("lower_sets", 0) > 0, str(exact))
+    for method, count, why in (("mincut", "minimum_cuts", "no-proof"), ("ogc", "division_pieces", "no-proof"),
+                               ("ogc-exact", "sweeps", None), ("kept-search", "toggles_taken", "no-proof")):
+        r = run("plan", resnet, "--method", method, "--json")
+        planned = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(f"plan --method {method} --json: search counts '{count}', unproven {why}",
+              count in planned.get("search", {}) and planned.get("unproven") == why and
+              planned.get("peak", 0) >= exact.get("peak", 1 << 62) * (0.9 if method == "kept-search" else 1),
+              r.stdout + r.stderr)
     r = run("plan", resnet, "--objective", "time", "--budget", "2GiB", "--json")
     timed = json.loads(r.stdout) if r.returncode == 0 else {}
     check("time objective stays within the budget", 0 < timed.get("peak", 0) <= 2 * 2**30, r.stdout + r.stderr)

@@ -173,7 +173,7 @@ TEST_CASE("restricted families never beat the exact optimum and report the simul
 TEST_CASE("stage plans and kept-set plans: neither family contains the other") {
   // The exact programme is optimal over chains of lower sets (stage plans);
   // kept-set plans (schedule_from_kept: recompute just before each backward
-  // that reads a value) are another family. docs/algorithms.md quotes these
+  // that reads a value) are another family. docs/results-solvers.md quotes these
   // counts.
   std::size_t graphs = 0, kept_lower = 0, stage_lower = 0;
   for (std::uint64_t seed = 1; seed <= 600; ++seed) {

@@ -358,3 +358,46 @@ TEST_CASE("caps and time limits end with the best plan found, never an exception
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("each method counts in its own words and says why its plan is not proven") {
+  const graph g = zoo::build("resnet18");
+  auto run = [&](method m) {
+    solve_options o;
+    o.method = m;
+    return solve(g, o);
+  };
+  const solution exact = run(method::exact);
+  CHECK(exact.status == solve_status::optimal);
+  CHECK(exact.unproven() == unproven_reason::none);
+  CHECK(exact.stats.count("lower sets") > 0);
+  CHECK(exact.stats.count("stages evaluated") > 0);
+
+  const solution mincut = run(method::mincut);
+  CHECK(mincut.unproven() == unproven_reason::no_proof);
+  CHECK(mincut.stats.count("plans simulated") > 0);
+  CHECK(mincut.stats.count("minimum cuts") > 0);
+  CHECK(mincut.stats.count("lower sets") == 0);
+
+  const solution kept = run(method::kept_search);
+  CHECK(kept.unproven() == unproven_reason::no_proof);
+  CHECK(kept.stats.count("plans simulated") >= kept.stats.count("toggles taken"));
+  CHECK(kept.stats.count("plans simulated") > 0);
+
+  const solution ogc = run(method::ogc);
+  CHECK(ogc.stats.count("division pieces") > 0);
+  CHECK(ogc.stats.count("candidate maxima") > 0);
+
+  const solution ogc_exact = run(method::ogc_exact);
+  CHECK(ogc_exact.stats.count("sweeps") > 0);
+  CHECK(ogc_exact.stats.count("labels") > 0);
+
+  CHECK(run(method::none).stats.counts.empty());
+
+  // A limit that leaves no time: the plan is unproven for want of time.
+  const graph big = zoo::build("darts-cifar10");
+  solve_options rushed;
+  rushed.time_limit = std::chrono::milliseconds(1);
+  const solution s = solve(big, rushed);
+  CHECK(s.status != solve_status::optimal);
+  CHECK(s.unproven() == unproven_reason::time_limit);
+}

@@ -126,17 +126,17 @@ struct every_k_options {
 
 /// The method `none`: regular training.
 inline solution solve_none(const graph& g, const baseline_options& options = {}) {
-  return solution_of_plan(g, plan_none(g), options.budget);
+  return solution_of_plan(g, plan_none(g), options.budget, per_op_floor(g).bytes);
 }
 
 /// The method `sqrt`: Chen et al.'s segmentation.
 inline solution solve_sqrt(const graph& g, const baseline_options& options = {}) {
-  return solution_of_plan(g, plan_sqrt(g), options.budget);
+  return solution_of_plan(g, plan_sqrt(g), options.budget, per_op_floor(g).bytes);
 }
 
 /// The method `every-k`. \throws remat::error if k == 0.
 inline solution solve_every_k(const graph& g, const every_k_options& options = {}) {
-  return solution_of_plan(g, plan_every_k(g, options.k), options.budget);
+  return solution_of_plan(g, plan_every_k(g, options.k), options.budget, per_op_floor(g).bytes);
 }
 
 }  // namespace remat

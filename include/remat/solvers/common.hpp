@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -47,6 +48,13 @@ inline plan_rank rank_plan(const simulation& figures, objective goal, std::uint6
   return rank_plan(figures.peak_bytes, figures.recompute_time, goal, budget);
 }
 
+/// The per-op floor of g: `known` when a caller worked it out already (it
+/// costs O((n + m) · n / 64) on graphs without series separators, and a
+/// portfolio's members all need it), else computed.
+inline std::uint64_t per_op_floor_of(const graph& g, const std::optional<std::uint64_t>& known) {
+  return known ? *known : per_op_floor(g).bytes;
+}
+
 /// Whether a solution holds a plan that meets its budget.
 inline bool has_plan(const solution& s) noexcept {
   return !s.best.steps.empty() && (s.status == solve_status::optimal || s.status == solve_status::feasible);
@@ -61,15 +69,16 @@ inline bool beats(const solution& b, const solution& a, objective goal) noexcept
 }
 
 /// A solution for a plan the method does not bound: the simulator's figures,
-/// the per-op floor as the peak bound, and `feasible` or `infeasible` by
-/// `budget`.
-inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget = no_budget) {
+/// `floor` (the graph's per-op floor, which a method works out before its
+/// search: on graphs without series separators it costs O((n + m) · n / 64))
+/// as the peak bound, and `feasible` or `infeasible` by `budget`.
+inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget, std::uint64_t floor) {
   solution s;
   s.best = std::move(p);
   s.figures = simulate(g, s.best.steps);
   s.claimed_peak = s.figures.peak_bytes;
   s.claimed_recompute = s.figures.recompute_time;
-  s.peak_lower_bound = per_op_floor(g).bytes;
+  s.peak_lower_bound = floor;
   s.status = s.figures.peak_bytes <= budget ? solve_status::feasible : solve_status::infeasible;
   if (s.status == solve_status::infeasible)
     s.message = "the " + s.best.method + " plan peaks at " + std::to_string(s.figures.peak_bytes) +

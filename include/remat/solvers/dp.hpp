@@ -222,6 +222,7 @@ struct stage_dp_options {
   std::uint64_t max_lower_sets = 20000;
   time_budget time;
   bool preserve_gradient_order = true;
+  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
 };
 
 /// One family's programme as a method: `optimal` over that family when it
@@ -234,9 +235,9 @@ inline solution solve_stage_family(const graph& g, dp_family family, const stage
   dp.time = options.time;
   dp.preserve_gradient_order = options.preserve_gradient_order;
   dp.max_states = std::max<std::uint64_t>(options.max_lower_sets, 1024) * 4;
+  const std::uint64_t floor = per_op_floor_of(g, options.per_op_floor);  // before the search, which the time budget bounds
   solution s = solve_dp(g, family, dp).result;
   if (options.goal == objective::memory) {
-    const std::uint64_t floor = per_op_floor(g).bytes;
     // Only the exact family's optimum bounds every plan.
     s.peak_lower_bound = family == dp_family::exact && s.status == solve_status::optimal ? s.claimed_peak : floor;
   }

@@ -124,11 +124,12 @@ inline time_budget bound_budget(const exact_options& options, const time_budget&
 // peak). A bound that meets the plan's peak proves it least. Returns what the
 // bound is, for the message.
 inline std::string raise_peak_bound(const graph& g, const exact_options& options, const time_budget& time,
-                                    solution& s) {
+                                    std::uint64_t floor, solution& s) {
   const std::string floor_said = "the lower bound is the per-op floor";
   if (options.goal != objective::memory || options.bound_time_limit.count() <= 0 || time.expired()) return floor_said;
   subgraph_bound_options within;
   within.time = bound_budget(options, time);
+  within.per_op_floor = floor;
   const subgraph_bound bound = subgraph_peak_bound(g, within);
   if (bound.nodes == 0 || bound.bytes <= s.peak_lower_bound) return floor_said + " (no subgraph tried bound it higher)";
   const std::string subgraph = "a subgraph of " + std::to_string(bound.nodes) + " nodes and " +
@@ -151,7 +152,8 @@ inline std::string raise_peak_bound(const graph& g, const exact_options& options
 // subgraph's least peak: subgraph_bound.hpp) proves it infeasible; otherwise
 // the answer is `stopped`, with what is known either side of the budget.
 inline solution budget_out_of_reach(const graph& g, const exact_options& options, const time_budget& time,
-                                    std::uint64_t known_feasible, const std::string& why_not_exact) {
+                                    std::uint64_t floor, std::uint64_t known_feasible,
+                                    const std::string& why_not_exact) {
   solution s;
   const std::string budget = "the budget of " + format_bytes(options.budget);
   const std::string known =
@@ -161,11 +163,12 @@ inline solution budget_out_of_reach(const graph& g, const exact_options& options
                 std::to_string(known_feasible) + " bytes), where a fallback plan peaks";
   if (known_feasible != std::numeric_limits<std::uint64_t>::max()) s.known_feasible_budget = known_feasible;
   subgraph_bound bound;
-  bound.bytes = per_op_floor(g).bytes;
+  bound.bytes = floor;
   if (bound.bytes <= options.budget && options.bound_time_limit.count() > 0 && !time.expired()) {
     subgraph_bound_options refute;
     refute.stop_above = options.budget;
     refute.time = bound_budget(options, time);
+    refute.per_op_floor = floor;
     bound = subgraph_peak_bound(g, refute);
   }
   s.peak_lower_bound = bound.bytes;
@@ -200,16 +203,16 @@ struct unproven_exact {
 
 // The last step of `exact` on an unproven plan: a subgraph's bound
 // (raise_peak_bound) and the message saying what was tried.
-inline void finish_unproven(const graph& g, const exact_options& options, const time_budget& time, solution& s,
-                            const unproven_exact& why) {
-  const std::string bound = raise_peak_bound(g, options, time, s);
+inline void finish_unproven(const graph& g, const exact_options& options, const time_budget& time,
+                            std::uint64_t floor, solution& s, const unproven_exact& why) {
+  const std::string bound = raise_peak_bound(g, options, time, floor, s);
   s.message = why.tried + (s.status == solve_status::optimal ? "" : ", none proven optimal") +
               (why.searched.empty() ? "" : "; " + why.searched) + "; " + bound;
 }
 
 // One fallback method within `time`, called directly.
 inline solution run_fallback(const graph& g, std::string_view method, const exact_options& options,
-                             const time_budget& time) {
+                             const time_budget& time, std::uint64_t floor) {
   solution s;
   if (method == "mincut") {
     mincut_options m;
@@ -217,11 +220,13 @@ inline solution run_fallback(const graph& g, std::string_view method, const exac
     m.budget = options.budget;
     m.preserve_gradient_order = options.preserve_gradient_order;
     m.time = time;
+    m.per_op_floor = floor;
     s = solve_mincut(g, m);
   } else if (method == "ogc") {
     ogc_options o;
     o.budget = options.budget;
     o.time = time;
+    o.per_op_floor = floor;
     s = solve_ogc(g, o);
   } else {
     stage_dp_options d;
@@ -229,6 +234,7 @@ inline solution run_fallback(const graph& g, std::string_view method, const exac
     d.budget = options.budget;
     d.max_lower_sets = options.max_lower_sets;
     d.time = time;
+    d.per_op_floor = floor;
     d.preserve_gradient_order = options.preserve_gradient_order;
     s = method == "chain" ? solve_chain(g, d) : solve_approx(g, d);
   }
@@ -236,11 +242,13 @@ inline solution run_fallback(const graph& g, std::string_view method, const exac
   return s;
 }
 
-// `exact` on g as numbered (options.order is not looked at). With `defer`,
-// an unproven plan is returned before its subgraph bound, what it tried in
-// *defer (left empty otherwise), for the caller to finish; it also says
-// there whether the graph is past the lower-set cap.
-inline solution exact_in_id_order(const graph& g, const exact_options& options, unproven_exact* defer = nullptr) {
+// `exact` on g as numbered (options.order is not looked at); `floor` is g's
+// per-op floor (the same in every order). With `defer`, an unproven plan is
+// returned before its subgraph bound, what it tried in *defer (left empty
+// otherwise), for the caller to finish; it also says there whether the graph
+// is past the lower-set cap.
+inline solution exact_in_id_order(const graph& g, const exact_options& options, std::uint64_t floor,
+                                  unproven_exact* defer = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   const time_budget& time = options.time;
   // The lower bound after the fallbacks (raise_peak_bound,
@@ -254,7 +262,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   };
   // Regular training recomputes nothing. When its peak already meets the
   // per-op floor, no plan is lower or recomputes less, on any graph size.
-  if (solution regular = solve_none(g, {.budget = options.budget});
+  if (solution regular = solution_of_plan(g, plan_none(g), options.budget, floor);
       regular.status == solve_status::feasible && regular.claimed_peak == regular.peak_lower_bound) {
     s = std::move(regular);
     s.status = solve_status::optimal;
@@ -287,7 +295,6 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   // Too many lower sets (or stopped): the best of the restricted families
   // (the principal family costs O(n²·(n + m)), so only on moderate graphs),
   // the min-cut stages and Feng & Huang's division search.
-  const std::uint64_t floor = per_op_floor(g).bytes;
   // Each new best plan gets a bounded search below its peak (see
   // prove_least_peak); once its peak is proven least no fallback can beat it.
   const bool provable = lower_sets.status != enumeration_status::complete && options.goal == objective::memory;
@@ -299,7 +306,8 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   if (g.size() <= 600) fallbacks.push_back("approx");
   for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
     solution other =
-        run_fallback(g, fallbacks[i], options, fallback_time.share(1, static_cast<std::int64_t>(fallbacks.size() - i)));
+        run_fallback(g, fallbacks[i], options, fallback_time.share(1, static_cast<std::int64_t>(fallbacks.size() - i)),
+                     floor);
     if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
       if (other.smallest_feasible_budget) known_feasible = std::min(known_feasible, other.smallest_feasible_budget);
       if (!other.best.steps.empty()) known_feasible = std::min(known_feasible, other.figures.peak_bytes);
@@ -323,7 +331,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
           : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets";
   if (s.best.steps.empty() || s.status == solve_status::infeasible) {
     const solve_stats searched = s.stats;
-    s = detail::budget_out_of_reach(g, options, time, known_feasible, why_not_exact);
+    s = detail::budget_out_of_reach(g, options, time, floor, known_feasible, why_not_exact);
     s.stats = searched;
     return done();
   }
@@ -331,12 +339,13 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   if (!proven) {
     if (s.status == solve_status::optimal) s.status = solve_status::feasible;
     s.stats.cap_reached = s.stats.cap_reached || lower_sets.status == enumeration_status::cap_reached;
-    s.stats.time_limit_reached = s.stats.time_limit_reached || lower_sets.status == enumeration_status::time_limit_reached;
+    s.stats.time_limit_reached = s.stats.time_limit_reached ||
+                                 lower_sets.status == enumeration_status::time_limit_reached || time.expired();
     const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                                  (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
                              unproven, lower_sets.status != enumeration_status::complete};
     if (defer) *defer = why;
-    else finish_unproven(g, options, time, s, why);
+    else finish_unproven(g, options, time, floor, s, why);
   }
   return done();
 }
@@ -354,10 +363,12 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
   };
-  if (options.order == order_choice::graph) return finished(detail::exact_in_id_order(g, options));
+  const std::uint64_t floor = per_op_floor(g).bytes;
+  if (options.order == order_choice::graph) return finished(detail::exact_in_id_order(g, options, floor));
   if (options.order == order_choice::consumers_first) {
     const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
-    return finished(solve_in_order(g, order, [&](const graph& h) { return detail::exact_in_id_order(h, options); }));
+    return finished(
+        solve_in_order(g, order, [&](const graph& h) { return detail::exact_in_id_order(h, options, floor); }));
   }
   // The graph's order first, with the whole budget; the other order
   // (`automatic`: only past the lower-set cap, which the first solve counted)
@@ -368,28 +379,28 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
   // which gets the whole bound time.
   const time_budget& time = options.time;
   detail::unproven_exact why_graph, why_other;
-  solution first = detail::exact_in_id_order(g, options, &why_graph);
+  solution first = detail::exact_in_id_order(g, options, floor, &why_graph);
   const auto first_took = std::chrono::steady_clock::now() - start;
   // No order goes below the per-op floor, and none recomputes less than nothing.
   const bool unbeatable = first.status == solve_status::optimal &&
-                          (options.goal == objective::memory ? first.claimed_peak == per_op_floor(g).bytes
+                          (options.goal == objective::memory ? first.claimed_peak == floor
                                                              : first.claimed_recompute == 0);
   std::vector<node_id> order;
   if (!unbeatable && time.left() >= first_took && (options.order == order_choice::best || why_graph.over_cap))
     order = consumers_first(g, options.preserve_gradient_order);
   if (order.empty() || is_id_order(order)) {
-    if (!why_graph.tried.empty()) detail::finish_unproven(g, options, time, first, why_graph);
+    if (!why_graph.tried.empty()) detail::finish_unproven(g, options, time, floor, first, why_graph);
     return finished(std::move(first));
   }
   const graph h = reorder_graph(g, order);
-  solution second = map_back(detail::exact_in_id_order(h, options, &why_other), g, order);
+  solution second = map_back(detail::exact_in_id_order(h, options, floor, &why_other), g, order);
   const bool other_wins = beats(second, first, options.goal);
   solution& winner = other_wins ? second : first;
   solution& loser = other_wins ? first : second;
   const graph& winner_graph = other_wins ? h : g;
   const graph& loser_graph = other_wins ? g : h;
   const detail::unproven_exact& why_winner = other_wins ? why_other : why_graph;
-  if (!why_winner.tried.empty()) detail::finish_unproven(winner_graph, options, time, winner, why_winner);
+  if (!why_winner.tried.empty()) detail::finish_unproven(winner_graph, options, time, floor, winner, why_winner);
   // The other order's plans need a bound too, but only as high as the winner's.
   const detail::unproven_exact& why_loser = other_wins ? why_graph : why_other;
   if (!why_loser.tried.empty() && options.goal == objective::memory && options.bound_time_limit.count() > 0 &&
@@ -397,6 +408,7 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     subgraph_bound_options up_to;
     up_to.stop_above = winner.peak_lower_bound - 1;
     up_to.time = detail::bound_budget(options, time);
+    up_to.per_op_floor = floor;
     loser.peak_lower_bound =
         std::max(loser.peak_lower_bound, std::min(subgraph_peak_bound(loser_graph, up_to).bytes, loser.claimed_peak));
   }

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ struct mincut_options {
   bool preserve_gradient_order = true;
   /// Past it no further stage count is tried (one stage always is).
   time_budget time;
+  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
 };
 
 namespace detail {
@@ -111,6 +113,7 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
   const auto start = std::chrono::steady_clock::now();
   const std::size_t n = g.size();
   const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+  const std::uint64_t floor = per_op_floor_of(g, options.per_op_floor);  // before the search: it may cost as much as a cut
   // cumulative[v]: bytes computed before v in id order.
   std::vector<std::uint64_t> cumulative(n + 1, 0);
   for (node_id v = 0; v < n; ++v) cumulative[v + 1] = cumulative[v] + (g.is_input(v) ? 0 : g.bytes(v));
@@ -161,7 +164,7 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
   best.stats.counts = {{"plans simulated", plans}, {"minimum cuts", cuts}};
   best.claimed_peak = best.figures.peak_bytes;
   best.claimed_recompute = best.figures.recompute_time;
-  best.peak_lower_bound = per_op_floor(g).bytes;
+  best.peak_lower_bound = floor;
   if (best.status == solve_status::infeasible) {
     best.smallest_feasible_budget = least_peak;
     best.message = "no mincut plan peaks within the budget; the least peak among them is " +

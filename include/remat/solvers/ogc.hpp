@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -521,8 +522,9 @@ namespace detail {
 // A kept set found for Feng & Huang's objective as a solution: the plan the
 // simulator measures, with the objective and its bound.
 inline solution segment_plan_solution(const graph& g, const segment_solution& found, std::string method,
-                                      std::uint64_t budget, std::vector<search_count> counts) {
-  solution s = solution_of_plan(g, plan::from_kept(g, found.kept, std::move(method)), budget);
+                                      std::uint64_t budget, std::uint64_t floor,
+                                      std::vector<search_count> counts) {
+  solution s = solution_of_plan(g, plan::from_kept(g, found.kept, std::move(method)), budget, floor);
   s.objective = static_cast<double>(found.cost.total());
   s.objective_lower_bound = static_cast<double>(found.lower_bound);
   s.stats.counts = std::move(counts);
@@ -540,15 +542,17 @@ inline std::string segment_figure(const segment_cost& cost) {
 struct ogc_options {
   std::uint64_t budget = no_budget;  ///< above it the plan is `infeasible`
   time_budget time;
+  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
 };
 
 /// The method `ogc`: the plan of ogc_kept_set's kept set, `feasible` (its
 /// guarantee is over plans that follow the division tree, for Feng & Huang's
 /// objective, not the simulated peak).
 inline solution solve_ogc(const graph& g, const ogc_options& options = {}) {
+  const std::uint64_t floor = per_op_floor_of(g, options.per_op_floor);
   const ogc_solution division = ogc_kept_set(g, options.time);
   solution s = detail::segment_plan_solution(
-      g, division, "ogc", options.budget,
+      g, division, "ogc", options.budget, floor,
       {{"division pieces", division.division.pieces}, {"candidate maxima", division.division.max_terms}});
   s.stats.time_limit_reached = division.stats.time_limit_reached;
   if (s.status == solve_status::infeasible) return s;

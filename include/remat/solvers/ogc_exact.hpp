@@ -526,13 +526,14 @@ struct ogc_exact_options {
 /// quarter of the time); `optimal` when proven for that objective, which is
 /// not the simulated peak.
 inline solution solve_ogc_exact(const graph& g, const ogc_exact_options& options = {}) {
+  const std::uint64_t floor = per_op_floor(g).bytes;
   const ogc_solution division = ogc_kept_set(g, options.time.share(1, 4));
   segment_dp_options dp;
   dp.time = options.time;
   dp.max_labels = options.max_labels;
   const segment_solution found = solve_segments_exact(g, dp, &division.kept);
   solution s = detail::segment_plan_solution(
-      g, found, "ogc-exact", options.budget,
+      g, found, "ogc-exact", options.budget, floor,
       {{"sweeps", found.stats.sweeps}, {"sweep states", found.stats.states}, {"labels", found.stats.labels}});
   s.stats.cap_reached = found.stats.cap_reached;
   s.stats.time_limit_reached = found.stats.time_limit_reached;

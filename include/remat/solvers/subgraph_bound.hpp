@@ -35,11 +35,13 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/graph/graph.hpp>
+#include <remat/solvers/common.hpp>
 #include <remat/solvers/dp.hpp>
 
 namespace remat {
@@ -104,6 +106,7 @@ struct subgraph_bound_options {
   /// Stop as soon as the bound exceeds this (a budget to refute): each
   /// subgraph is then asked only whether it has a plan within it.
   std::uint64_t stop_above = std::numeric_limits<std::uint64_t>::max();
+  std::optional<std::uint64_t> per_op_floor;  ///< g's, when the caller knows it
 };
 
 struct subgraph_bound {
@@ -213,7 +216,7 @@ inline std::vector<char> heaviest_path(const graph& g) {
 /// budget (give it more for a tighter bound on graphs with many lower sets).
 inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_options& options = {}) {
   subgraph_bound out;
-  out.bytes = per_op_floor(g).bytes;
+  out.bytes = per_op_floor_of(g, options.per_op_floor);
   if (g.size() == 0 || out.bytes > options.stop_above) return out;
   std::vector<char> keep = detail::heaviest_path(g);
   const series_decomposition pieces = decompose_series(g);
@@ -225,6 +228,10 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
     const std::size_t before = taken();
     if (cap > 0) detail::grow_by_ears(g, pieces, keep, cap, options.time);
     if (cap > 0 && taken() == before) continue;
+    if (options.time.expired()) {  // a subgraph of a large graph takes a while to build
+      out.stopped = true;
+      return out;
+    }
     const graph h = restrict_graph(g, keep, true);
     // Rounds of growing bounds from the best bound so far (or the one bound
     // to refute): a round that completes without a plan proves its bound;
