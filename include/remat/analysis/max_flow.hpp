@@ -2,7 +2,7 @@
 
 /// \file
 /// Maximum flow and minimum s–t cut on a small directed flow network: the
-/// primitive behind the `mincut` plans (cut_plans.hpp) and any other solver
+/// primitive behind the `mincut` plans (solvers/mincut.hpp) and any other solver
 /// that needs a cheapest separator. A cut of vertices is an edge cut of the
 /// node-split network: v becomes v_in → v_out, that edge carries v's weight
 /// and every other edge is unbounded.

@@ -9,7 +9,7 @@
 ///
 /// The objective is a model, not a measurement: it ignores gradients,
 /// parameters, workspace and what each backward reads. remat solves it
-/// (ogc.hpp: the seed's division search; segment_dp.hpp: exactly) because the
+/// (solvers/ogc.hpp: the seed's division search; solvers/ogc_exact.hpp: exactly) because the
 /// seed's plans are defined by it; every plan is then measured by the
 /// simulator like any other.
 

@@ -9,7 +9,7 @@
 /// backward in its reverse). Which order a plan runs in changes what it holds
 /// at each step, not what it computes; an order that keeps the consumers of
 /// every value read by three or more nodes in id order also keeps every
-/// gradient sum bit for bit (gradient_order_constraints in lower_sets.hpp).
+/// gradient sum bit for bit (gradient_order_constraints in analysis/lower_sets.hpp).
 ///
 /// Steps: `compute v` (first forward evaluation), `recompute v` (any later
 /// evaluation), `free v` (drop v's value), `backward v` (run v's backward:

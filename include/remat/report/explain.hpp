@@ -7,8 +7,8 @@
 /// user's and for the optimal plan; the per-op floor no plan goes below; the
 /// tensors that make a peak and when they live.
 ///
-/// Every figure comes from the simulator (simulate.hpp) and the buffer
-/// lifetimes it agrees with (layout.hpp). The optimizer's state is the one
+/// Every figure comes from the simulator (plan/simulate.hpp) and the buffer
+/// lifetimes it agrees with (runtime/layout.hpp). The optimizer's state is the one
 /// thing the simulator does not see: frameworks allocate it at the first
 /// update and keep it, so it is resident through every step. It adds the same
 /// bytes to every step of every plan and so changes no plan; it only moves
@@ -397,7 +397,7 @@ struct explained_frontier {
   std::vector<tradeoff> points;  ///< by increasing peak
 };
 
-/// The Pareto frontier of `g` up to regular training's peak (pareto.hpp), each
+/// The Pareto frontier of `g` up to regular training's peak (solvers/pareto.hpp), each
 /// point's plan simulated and its optimizer state added; points by increasing
 /// peak and strictly decreasing recompute.
 inline explained_frontier simulated_frontier(const graph& g, const explanation& e,

@@ -7,7 +7,7 @@
 ///
 /// A plan is a chain ∅ = L₀ ⊂ L₁ ⊂ … ⊂ L_k = V of lower sets; stage i holds
 /// V_i = L_i \ L_{i-1} and the schedule is schedule_from_stages (see
-/// schedule.hpp for what is kept, recomputed and freed). Design note: the
+/// plan/schedule.hpp for what is kept, recomputed and freed). Design note: the
 /// builder frees a value kept from the forward only after the backwards of all
 /// its consumers (and its own when it reads its output), so the memory while
 /// stage i runs is exactly M_{i-1} + c(L_{i-1}, L_i), where M is the bytes kept
@@ -34,7 +34,7 @@
 ///   pieces O(|stage| + edges at it), and its target state is found by a
 ///   running XOR of node keys; so the work is O(Σ_L |supersets(L)| · deg)
 ///   plus the labels: the number of lower sets is the driver (see
-///   lower_sets.hpp).
+///   analysis/lower_sets.hpp).
 /// * `prefix`: the prefixes of the id order (stages are id intervals): exact on
 ///   linear graphs, an approximation elsewhere. O(n · |stage| · (|stage| + deg)).
 /// * `principal`: Kusumoto's approximate family {∅} ∪ {↓v} ∪ {V}, all
@@ -222,7 +222,7 @@ struct stage_dp_options {
   std::uint64_t max_lower_sets = 20000;
   time_budget time;
   bool preserve_gradient_order = true;
-  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
+  std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< the graph's, when the caller knows it
 };
 
 /// One family's programme as a method: `optimal` over that family when it

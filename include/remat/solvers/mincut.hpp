@@ -51,12 +51,12 @@ struct mincut_options {
   objective goal = objective::memory;
   std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();  ///< time objective only
   std::size_t max_stages = 64;
-  /// Close every lower set under gradient_order_constraints (lower_sets.hpp),
+  /// Close every lower set under gradient_order_constraints (analysis/lower_sets.hpp),
   /// so plans never reorder a gradient sum.
   bool preserve_gradient_order = true;
   /// Past it no further stage count is tried (one stage always is).
   time_budget time;
-  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
+  std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< the graph's, when the caller knows it
 };
 
 namespace detail {

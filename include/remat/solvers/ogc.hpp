@@ -3,7 +3,7 @@
 /// \file
 /// Feng & Huang's division-based checkpoint search (CVPR 2021, "OGC"), as
 /// their reference solver works (../shared/docs/seed-algorithms.md), for
-/// their objective (segments.hpp). It is the `ogc` method: fast, and optimal
+/// their objective (analysis/segments.hpp). It is the `ogc` method: fast, and optimal
 /// only among the plans its division of the graph allows. ogc_exact.hpp
 /// solves the same objective over all kept sets.
 ///
@@ -542,7 +542,7 @@ inline std::string segment_figure(const segment_cost& cost) {
 struct ogc_options {
   std::uint64_t budget = no_budget;  ///< above it the plan is `infeasible`
   time_budget time;
-  std::optional<std::uint64_t> per_op_floor;  ///< the graph's, when the caller knows it
+  std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< the graph's, when the caller knows it
 };
 
 /// The method `ogc`: the plan of ogc_kept_set's kept set, `feasible` (its

@@ -1,7 +1,7 @@
 #pragma once
 
 /// \file
-/// Feng & Huang's objective (segments.hpp) solved exactly on any DAG: the kept
+/// Feng & Huang's objective (analysis/segments.hpp) solved exactly on any DAG: the kept
 /// set minimising kept bytes + the largest connected group of non-kept nodes,
 /// over *all* kept sets, not only those a division of the graph allows.
 ///

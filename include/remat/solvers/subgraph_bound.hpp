@@ -106,7 +106,7 @@ struct subgraph_bound_options {
   /// Stop as soon as the bound exceeds this (a budget to refute): each
   /// subgraph is then asked only whether it has a plan within it.
   std::uint64_t stop_above = std::numeric_limits<std::uint64_t>::max();
-  std::optional<std::uint64_t> per_op_floor;  ///< g's, when the caller knows it
+  std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< g's, when the caller knows it
 };
 
 struct subgraph_bound {

@@ -2,7 +2,7 @@
 
 /// \file
 /// The buffers a runtime allocates for a schedule, sized at the runtime's
-/// element size: the core's buffer lifetimes (layout.hpp) with the bytes of
+/// element size: the core's buffer lifetimes (runtime/layout.hpp) with the bytes of
 /// the parsed ops.
 
 #include <cstddef>

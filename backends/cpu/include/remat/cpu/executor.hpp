@@ -2,9 +2,9 @@
 
 /// \file
 /// remat::cpu::executor: runs one training step of a model by any schedule
-/// (the plan form, schedule.hpp), then an SGD step, with every value,
+/// (the plan form, plan/schedule.hpp), then an SGD step, with every value,
 /// gradient, parameter gradient and workspace in one arena laid out by the
-/// core (layout.hpp), and measures what it holds at every step.
+/// core (runtime/layout.hpp), and measures what it holds at every step.
 ///
 /// What it guarantees (docs/cpu-runtime.md):
 /// - the schedule's semantics: a backward reads only the values the graph's

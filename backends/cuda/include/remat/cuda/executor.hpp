@@ -4,7 +4,7 @@
 /// remat::cuda::executor: runs one training step of a model by any schedule
 /// on the model's CUDA stream, then an SGD step, and measures what it holds.
 /// It is the CPU executor's semantics on a device (docs/cuda-runtime.md):
-/// the same schedule walk (core execution.hpp), so the same buffers, the same
+/// the same schedule walk (core runtime/execution.hpp), so the same buffers, the same
 /// gradient accumulation order, the same ledger; batch-norm running statistics
 /// updated by compute steps only; dropout masks from the counter-based
 /// generator the CPU runtime's come from too, identical in every recompute

@@ -4,7 +4,7 @@
 /// What a CUDA executor allocates for a schedule, decided on the host before
 /// any device memory is touched (and testable without a device): the arena
 /// layout, the same buffers and lifetimes as the CPU runtime's (core
-/// layout.hpp through ops::element_buffers) at 256-byte offsets, and the
+/// runtime/layout.hpp through ops::element_buffers) at 256-byte offsets, and the
 /// scratch its kernels need, sized as the largest any step takes. Nothing is
 /// allocated while a step runs. Host-only C++.
 
