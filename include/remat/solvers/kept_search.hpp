@@ -124,6 +124,7 @@ inline solution solve_kept_search(const graph& g, const kept_search_options& opt
   ogc_exact_options seed;
   seed.time = options.time.share(1, 4);
   seed.max_labels = options.max_segment_labels;
+  seed.per_op_floor = floor;
   const solution found = solve_ogc_exact(g, seed);
   std::vector<std::vector<node_id>> orders = orders_to_try(g, options.order, options.preserve_gradient_order);
   std::optional<kept_search_result> best;

@@ -519,6 +519,7 @@ struct ogc_exact_options {
   /// Labels its sweeps may create before it returns its best kept set with a
   /// lower bound (segment_dp_options::max_labels).
   std::uint64_t max_labels = 4'000'000;
+  std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< the graph's, when the caller knows it
 };
 
 /// The method `ogc-exact`: Feng & Huang's objective minimised over all kept
@@ -526,7 +527,7 @@ struct ogc_exact_options {
 /// quarter of the time); `optimal` when proven for that objective, which is
 /// not the simulated peak.
 inline solution solve_ogc_exact(const graph& g, const ogc_exact_options& options = {}) {
-  const std::uint64_t floor = per_op_floor(g).bytes;
+  const std::uint64_t floor = per_op_floor_of(g, options.per_op_floor);
   const ogc_solution division = ogc_kept_set(g, options.time.share(1, 4));
   segment_dp_options dp;
   dp.time = options.time;
