@@ -20,7 +20,6 @@
 /// costs O(Σ_t count(piece t) · deg).
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>

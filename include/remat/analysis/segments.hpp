@@ -14,7 +14,6 @@
 /// simulator like any other.
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>

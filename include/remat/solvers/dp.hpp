@@ -43,7 +43,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>

@@ -11,13 +11,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <limits>
 #include <map>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>

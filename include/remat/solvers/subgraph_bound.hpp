@@ -32,7 +32,6 @@
 /// stages are pairs of them: up to their number squared).
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
