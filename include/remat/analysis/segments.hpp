@@ -116,7 +116,7 @@ inline std::uint64_t segment_packing_bound(const graph& g, const time_budget& ti
       seen[root] = 1;
       stack.assign(1, {root, root});
       while (!stack.empty()) {
-        const auto [u, up] = stack.back();
+        const node_id u = stack.back().first, up = stack.back().second;
         stack.pop_back();
         f.order.push_back(u);
         f.parent.push_back(up);
