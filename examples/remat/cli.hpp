@@ -3,13 +3,21 @@
 // Shared pieces of the remat command-line tool: loading inputs, printing
 // aligned "label  value" reports for people and JSON for scripts.
 
+#include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -43,12 +51,132 @@ class report {
   nlohmann::json json_ = nlohmann::json::object();
 };
 
-/// Writes a whole file. \throws remat::error when it cannot.
-inline void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw error("cannot write '" + path + "'");
-  out << text;
-  if (!out) throw error("cannot write '" + path + "'");
+/// The files one command writes. Each path is checked when the command starts
+/// (before any search): it must not be an input or another output, and a
+/// temporary file is created beside it, so a missing directory or a
+/// read-only place fails at once. Texts are written to the temporaries and
+/// renamed into place only when every one is written: a failed command leaves
+/// nothing behind, and no reader ever sees half a file.
+class output_files {
+ public:
+  output_files() = default;
+  output_files(const output_files&) = delete;
+  output_files& operator=(const output_files&) = delete;
+  ~output_files() {
+    for (const pending& p : files_) std::filesystem::remove(p.temporary, ignored_);
+  }
+
+  /// Reserves `path` for `option` (e.g. "--dot"); an empty path reserves nothing.
+  /// \throws remat::error when the path cannot be written or names an input.
+  void reserve(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+    if (path.empty()) return;
+    namespace fs = std::filesystem;
+    for (const std::string& input : inputs)
+      if (same_file(path, input)) throw error(option + ": '" + path + "' is an input of this command; refusing to overwrite it");
+    for (const pending& p : files_)
+      if (same_file(path, p.path)) throw error(option + ": '" + path + "' is already the output of " + p.option);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw error(option + ": '" + path + "' is a directory");
+    const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    if (!fs::is_directory(parent, ec)) throw error(option + ": cannot write '" + path + "': no directory '" + parent.string() + "'");
+    std::string temporary = (parent / ("." + fs::path(path).filename().string() + ".XXXXXX")).string();
+    const int fd = ::mkstemp(temporary.data());
+    if (fd < 0) throw error(option + ": cannot write '" + path + "': " + std::strerror(errno));
+    // mkstemp makes the file private; give it the mode a plain create would.
+    const ::mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+    ::close(fd);
+    files_.push_back({option, path, temporary, {}});
+  }
+
+  /// The text `path` will hold; `path` must have been reserved.
+  void set(const std::string& path, std::string text) {
+    for (pending& p : files_)
+      if (p.path == path) p.text = std::move(text);
+  }
+
+  /// Writes every file, or none. \throws remat::error naming the file that failed.
+  void commit() {
+    for (const pending& p : files_) {
+      std::ofstream out(p.temporary, std::ios::binary | std::ios::trunc);
+      out << p.text;
+      out.close();
+      if (!out) throw error(p.option + ": cannot write '" + p.path + "'");
+    }
+    for (pending& p : files_) {
+      std::error_code ec;
+      std::filesystem::rename(p.temporary, p.path, ec);
+      if (ec) throw error(p.option + ": cannot write '" + p.path + "': " + ec.message());
+      p.temporary.clear();
+    }
+    files_.clear();
+  }
+
+ private:
+  struct pending {
+    std::string option, path;
+    std::filesystem::path temporary;
+    std::string text;
+  };
+
+  static bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(a, b, ec)) return true;
+    const auto canonical_a = std::filesystem::weakly_canonical(a, ec);
+    const auto canonical_b = std::filesystem::weakly_canonical(b, ec);
+    return !ec && canonical_a == canonical_b;
+  }
+
+  std::vector<pending> files_;
+  std::error_code ignored_;
+};
+
+// Accepts whole numbers of at least `least`, saying so in one line otherwise
+// (CLI11's own number checks print their bounds as huge doubles).
+inline CLI::Validator whole_number(std::int64_t least) {
+  const std::string what = least > 0 ? "a positive whole number" : "a non-negative whole number";
+  return CLI::Validator(
+      [least, what](std::string& text) -> std::string {
+        std::size_t used = 0;
+        long long value = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value < least) return "expected " + what + ", got '" + text + "'";
+        return {};
+      },
+      least > 0 ? "POSITIVE" : "NONNEGATIVE");
+}
+
+/// Checks a number of seconds (--time-limit and the like): finite, positive
+/// (or zero when `zero_allowed`) and at most 10^7 s (116 days), so it converts
+/// to milliseconds exactly and never reads as "no limit".
+inline CLI::Validator seconds_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        const std::string what = zero_allowed ? "a number of seconds from 0 to 10000000"
+                                              : "a number of seconds above 0, at most 10000000";
+        std::size_t used = 0;
+        double value = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(value >= 0) || (value == 0 && !zero_allowed) || value > 1e7)
+          return "expected " + what + ", got '" + text + "'";
+        return {};
+      },
+      zero_allowed ? "SECONDS>=0" : "SECONDS>0");
+}
+
+/// Seconds (checked by seconds_check) as whole milliseconds, rounded up so a
+/// positive limit never becomes zero.
+inline std::chrono::milliseconds to_milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
 }
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }

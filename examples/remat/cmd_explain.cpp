@@ -247,19 +247,26 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--budget", opt->budget,
                   "memory to fit, optimizer state included, e.g. 8GiB: the optimal plan is then the least recompute "
                   "within it");
-  cmd->add_option("--top", opt->top, "how many of the largest tensors at each peak to list")->capture_default_str();
+  cmd->add_option("--top", opt->top, "how many of the largest tensors at each peak to list")
+      ->check(whole_number(0))->capture_default_str();
   cmd->add_option("--graph-svg", opt->graph_svg, "draw the graph under your plan (or regular training) and the optimal plan");
   cmd->add_option("--timeline-svg", opt->timeline_svg, "draw the memory of every step, stacked by part, for each plan");
   cmd->add_option("--pareto-svg", opt->pareto_svg, "draw the frontier of peak memory against recompute time");
   cmd->add_option("--time-limit", opt->time_limit, "seconds for each search (the plan, the frontier)")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds_check(false))
       ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
+    output_files outputs;
+    std::vector<std::string> inputs{opt->file};
+    if (!opt->plan_file.empty()) inputs.push_back(opt->plan_file);
+    outputs.reserve("--graph-svg", opt->graph_svg, inputs);
+    outputs.reserve("--timeline-svg", opt->timeline_svg, inputs);
+    outputs.reserve("--pareto-svg", opt->pareto_svg, inputs);
     const graph g = io::load_graph(opt->file);
     explain_options eo;
     eo.optimizer = *parse_optimizer(opt->optimizer);
-    eo.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
+    eo.time_limit = to_milliseconds(opt->time_limit);
     if (!opt->budget.empty()) {
       const auto budget = parse_bytes(opt->budget);
       if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 8GiB, 1.5GB or 4096)");
@@ -298,12 +305,12 @@ void add_explain_command(CLI::App& app) {
     if (!opt->graph_svg.empty()) {
       std::vector<svg::plan_panel> panels{{e.chosen ? chosen_title : "regular training", e.chosen ? &*e.chosen : &e.regular},
                                           {optimal_title, &e.optimal}};
-      write_file(opt->graph_svg, svg::plan_graph(g.name() + ": the graph under each plan", g, panels));
+      outputs.set(opt->graph_svg, svg::plan_graph(g.name() + ": the graph under each plan", g, panels));
     }
     if (!opt->timeline_svg.empty()) {
       std::vector<svg::plan_panel> panels;
       for (const column& c : columns) panels.push_back({c.title, c.memory});
-      write_file(opt->timeline_svg, svg::memory_timeline(g.name() + ": memory through one training step", g, panels,
+      outputs.set(opt->timeline_svg, svg::memory_timeline(g.name() + ": memory through one training step", g, panels,
                                                          e.floor_bytes(), e.budget));
     }
     std::optional<explained_frontier> frontier;
@@ -321,9 +328,10 @@ void add_explain_command(CLI::App& app) {
       marks.push_back({x(e.optimal.peak_bytes()), 100.0 * e.optimal.figures.overhead(), optimal_title, "#2ca02c"});
       std::vector<svg::guide> guides{{x(e.floor_bytes()), "per-op floor", "#333333"}};
       if (e.budget) guides.push_back({x(*e.budget), "budget", "#d62728"});
-      write_file(opt->pareto_svg, svg::chart(g.name() + ": peak memory against recompute", "training memory at the peak (" + unit.name + ")",
+      outputs.set(opt->pareto_svg, svg::chart(g.name() + ": peak memory against recompute", "training memory at the peak (" + unit.name + ")",
                                              "recompute (% of forward + backward)", {line}, marks, guides));
     }
+    outputs.commit();
 
     if (opt->json) {
       nlohmann::json doc;

@@ -17,6 +17,8 @@ void add_info_command(CLI::App& app) {
   cmd->add_option("--dot", opt->dot, "write the graph as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
+    output_files outputs;
+    outputs.reserve("--dot", opt->dot, {opt->file});
     const graph g = io::load_graph(opt->file);
     const plan regular_plan = plan_none(g);
     const simulation regular = simulate(g, regular_plan.steps);
@@ -41,9 +43,10 @@ void add_info_command(CLI::App& app) {
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});
     if (!opt->dot.empty()) {
-      write_file(opt->dot, io::write_dot(g));
+      outputs.set(opt->dot, io::write_dot(g));
       out.row("dot written", opt->dot, opt->dot);
     }
+    outputs.commit();
     out.print(opt->json);
   });
 }

@@ -20,7 +20,7 @@ void add_pareto_command(CLI::App& app) {
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
   cmd->add_option("--csv", opt->csv, "write the frontier as CSV");
   cmd->add_option("--svg", opt->svg_out, "draw the frontier as SVG");
-  cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(seconds_check(false))->capture_default_str();
   cmd->add_option("--order", opt->order,
                   "execution order of the plans: graph | consumers-first | best (both, frontiers merged) | auto "
                   "(best past 20000 lower sets, else graph)")
@@ -28,11 +28,14 @@ void add_pareto_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
+    output_files outputs;
+    outputs.reserve("--csv", opt->csv, {opt->file});
+    outputs.reserve("--svg", opt->svg_out, {opt->file});
     const graph g = io::load_graph(opt->file);
     const simulation regular = simulate(g, plan_none(g).steps);
     pareto_options po;
     po.max_peak = regular.peak_bytes;  // plans above regular training are never worth having
-    po.time = remat::time_budget::within(std::chrono::duration<double>(opt->time_limit));
+    po.time = remat::time_budget::within(to_milliseconds(opt->time_limit));
     po.order = *parse_order_choice(opt->order);
     const pareto_result r = pareto_frontier(g, po);
     const double plain = regular.forward_time + regular.backward_time;
@@ -40,7 +43,7 @@ void add_pareto_command(CLI::App& app) {
       std::string csv = "peak_bytes,recompute_seconds,overhead,least_recompute\n";
       for (const auto& p : r.points)
         csv += fmt::format("{},{},{},{}\n", p.peak, p.recompute, p.recompute / plain, p.least_recompute);
-      write_file(opt->csv, csv);
+      outputs.set(opt->csv, std::move(csv));
     }
     if (!opt->svg_out.empty()) {
       svg::series line{"frontier (" + std::string(r.family == dp_family::exact ? "all lower-set chains" : "id intervals") + ")",
@@ -50,9 +53,10 @@ void add_pareto_command(CLI::App& app) {
       if (!r.points.empty())
         marks.push_back({static_cast<double>(r.points.front().peak) / (1 << 20), 100.0 * r.points.front().recompute / plain,
                          "least memory", "#2ca02c"});
-      write_file(opt->svg_out, svg::chart(g.name() + ": peak memory against recompute", "peak (MiB)",
+      outputs.set(opt->svg_out, svg::chart(g.name() + ": peak memory against recompute", "peak (MiB)",
                                           "recompute overhead (% of forward + backward)", {line}, marks));
     }
+    outputs.commit();
     if (opt->json) {
       nlohmann::json doc;
       doc["status"] = to_string(r.status);

@@ -35,7 +35,7 @@ nlohmann::json search_json(const solve_stats& stats) {
 
 void add_plan_command(CLI::App& app) {
   struct options {
-    std::string file, method = "exact", objective = "memory", budget, output, dot, order = "auto";
+    std::string file, method = "exact", objective = "memory", budget, max_memory, output, dot, order = "auto";
     std::size_t k = 4;
     double time_limit = 60;
     double bound_time = 0.25;
@@ -64,20 +64,26 @@ void add_plan_command(CLI::App& app) {
                   "order) | auto (exact: best past --max-lower-sets, else graph; kept-search: both)")
       ->check(CLI::IsMember({"graph", "consumers-first", "best", "auto"}))
       ->capture_default_str();
-  cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-k", opt->k, "for every-k: stages of k nodes")->check(whole_number(1))->capture_default_str();
   cmd->add_option("--time-limit", opt->time_limit, "seconds before a search returns its best plan")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds_check(false))
       ->capture_default_str();
+  cmd->add_option("--max-memory", opt->max_memory,
+                  "memory the search may take, e.g. 2GiB: past it the method returns its best plan and says so");
   cmd->add_option("--max-lower-sets", opt->max_lower_sets, "above this many lower sets, exact falls back")
+      ->check(whole_number(0))
       ->capture_default_str();
   cmd->add_option("--bound-time", opt->bound_time,
                   "seconds exact spends on a lower bound above the per-op floor when its plan is not proven (0: none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(seconds_check(true))
       ->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "write the plan (schedule and figures) as JSON");
   cmd->add_option("--dot", opt->dot, "write the graph under the plan as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
+    output_files outputs;
+    outputs.reserve("--output", opt->output, {opt->file});
+    outputs.reserve("--dot", opt->dot, {opt->file});
     const graph g = io::load_graph(opt->file);
     solve_options so;
     so.method = *parse_method(opt->method);
@@ -85,14 +91,20 @@ void add_plan_command(CLI::App& app) {
     so.every_k = opt->k;
     so.order = *parse_order_choice(opt->order);
     so.max_lower_sets = opt->max_lower_sets;
-    so.time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->time_limit * 1000));
-    so.bound_time_limit = std::chrono::milliseconds(static_cast<std::int64_t>(opt->bound_time * 1000));
+    so.time_limit = to_milliseconds(opt->time_limit);
+    so.bound_time_limit = to_milliseconds(opt->bound_time);
     if (!opt->budget.empty()) {
       const auto budget = parse_bytes(opt->budget);
       if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 3GiB, 1.5GB or 4096)");
       so.budget = *budget;
     } else if (so.goal == objective::time) {
       throw error("--objective time needs --budget");
+    }
+    if (!opt->max_memory.empty()) {
+      const auto bytes = parse_bytes(opt->max_memory);
+      if (!bytes || *bytes == 0)
+        throw error("--max-memory: '" + opt->max_memory + "' is not a positive byte size (try 2GiB, 500MB)");
+      so.max_memory = *bytes;
     }
     const solution s = solve(g, so);
     const simulation regular = simulate(g, plan_none(g).steps);
@@ -102,7 +114,7 @@ void add_plan_command(CLI::App& app) {
             std::string(to_string(s.status)));
     // Why the plan is not proven, for programs (the status row says it in words).
     if (s.unproven() != unproven_reason::none) out.hidden("unproven", std::string(to_string(s.unproven())));
-    if (s.best.steps.empty()) {  // infeasible, or stopped before any plan
+    if (s.status == solve_status::infeasible || s.status == solve_status::stopped) {
       if (s.smallest_feasible_budget) out.hidden("smallest_feasible_budget", s.smallest_feasible_budget);
       out.print(opt->json);
       throw error(s.message.empty() ? "no plan meets the budget" : s.message);
@@ -121,13 +133,14 @@ void add_plan_command(CLI::App& app) {
               s.objective);
     out.row("search", search_summary(s.stats), search_json(s.stats));
     if (!opt->output.empty()) {
-      write_file(opt->output, io::write_plan_json(g, s.best, s.figures));
+      outputs.set(opt->output, io::write_plan_json(g, s.best, s.figures));
       out.row("plan written", opt->output, opt->output);
     }
     if (!opt->dot.empty()) {
-      write_file(opt->dot, io::write_dot(g, s.best.steps));
+      outputs.set(opt->dot, io::write_dot(g, s.best.steps));
       out.row("dot written", opt->dot, opt->dot);
     }
+    outputs.commit();
     out.print(opt->json);
   });
 }

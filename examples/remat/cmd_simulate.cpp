@@ -18,6 +18,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--timeline", opt->timeline, "write the per-step memory by category as CSV");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
+    output_files outputs;
+    outputs.reserve("--timeline", opt->timeline, {opt->file, opt->plan_file});
     const graph g = io::load_graph(opt->file);
     const plan p = io::read_plan_json(io::read_text_file(opt->plan_file), g, opt->plan_file);
     const simulation sim = simulate(g, p.steps, {.record_timeline = !opt->timeline.empty()});
@@ -35,9 +37,10 @@ void add_simulate_command(CLI::App& app) {
                            g.node_name(p.steps[i].node), m.activations, m.recomputed, m.gradients,
                            m.parameter_gradients, m.parameters, m.inputs, m.workspace, m.total());
       }
-      write_file(opt->timeline, csv);
+      outputs.set(opt->timeline, std::move(csv));
       out.row("timeline written", opt->timeline, opt->timeline);
     }
+    outputs.commit();
     out.print(opt->json);
   });
 }

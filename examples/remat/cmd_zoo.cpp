@@ -37,29 +37,13 @@ struct target {
       std::cout << text;
       return;
     }
-    write_file(output, text);
+    output_files files;
+    files.reserve("--output", output, {});
+    files.set(output, text);
+    files.commit();
     fmt::print("{}: {} nodes, {} parameter bytes, written to {}\n", g.name(), g.size(), g.param_bytes(), output);
   }
 };
-
-// Accepts whole numbers of at least `least`, saying so in one line otherwise
-// (CLI11's own number checks print their bounds as huge doubles).
-CLI::Validator whole_number(std::int64_t least) {
-  const std::string what = least > 0 ? "a positive whole number" : "a non-negative whole number";
-  return CLI::Validator(
-      [least, what](std::string& text) -> std::string {
-        std::size_t used = 0;
-        long long value = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < least) return "expected " + what + ", got '" + text + "'";
-        return {};
-      },
-      least > 0 ? "POSITIVE" : "NONNEGATIVE");
-}
 
 const CLI::Validator positive = whole_number(1);
 

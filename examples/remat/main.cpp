@@ -1,5 +1,6 @@
 // remat: plan and inspect gradient checkpointing for computation graphs.
 
+#include <cstdio>
 #include <iostream>
 
 #include "cli.hpp"
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   remat::cli::add_gen_command(app);
   try {
     app.parse(argc, argv);
+    // Output lost to a full disk or a closed pipe is a failed command.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout)
+      throw remat::error("cannot write to standard output");
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // Bad arguments get one line, like every other error.

@@ -29,7 +29,9 @@
 #include <string_view>
 
 #include <remat/analysis/orders.hpp>
+#include <remat/error.hpp>
 #include <remat/graph/graph.hpp>
+#include <remat/memory_ceiling.hpp>
 #include <remat/plan/solution.hpp>
 #include <remat/solvers/approx.hpp>
 #include <remat/solvers/baselines.hpp>
@@ -43,6 +45,7 @@
 #include <remat/solvers/ogc_exact.hpp>
 #include <remat/solvers/orders.hpp>
 #include <remat/time_budget.hpp>
+#include <remat/units.hpp>
 
 namespace remat {
 
@@ -87,6 +90,11 @@ struct solve_options {
   std::uint64_t max_lower_sets = 20000;
   /// Wall time for the whole call; zero or less leaves none.
   std::chrono::milliseconds time_limit{60000};
+  /// Bytes the process's memory may grow by during the search (0: no
+  /// ceiling). Past it the method stops as at its time limit, with its best
+  /// plan and the reason (memory_ceiling.hpp says how memory is measured).
+  /// \throws remat::error from solve() where memory cannot be measured.
+  std::uint64_t max_memory = 0;
   std::size_t every_k = 4;
   bool preserve_gradient_order = true;
   /// `ogc-exact` (and `kept-search`'s start): labels its sweeps may create
@@ -137,7 +145,11 @@ inline time_budget search_budget(const graph& g, const solve_options& options) {
 /// \throws remat::error only for invalid options (every-k with k = 0).
 inline solution solve(const graph& g, const solve_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
-  const time_budget time = detail::search_budget(g, options);
+  if (options.max_memory > 0 && !memory_ceiling::supported())
+    throw error("max_memory: this platform does not say how much memory the process holds (remat reads /proc/self/statm)");
+  std::optional<memory_ceiling> ceiling;
+  time_budget time = detail::search_budget(g, options);
+  if (options.max_memory > 0) time = time.with_memory(ceiling.emplace(options.max_memory));
   const stage_dp_options stages{options.goal, options.budget, options.max_lower_sets, time,
                                 options.preserve_gradient_order};
   // The stage programmes and mincut plan in the graph's id order: other
@@ -176,6 +188,13 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::none: s = in_order([&](const graph& h) { return solve_none(h, {options.budget}); }); break;
   }
   if (options.method != method::exact) s.best.method = std::string(to_string(options.method));
+  if (ceiling && ceiling->reached()) {
+    // The methods read a spent budget as the time limit; say which it was.
+    s.stats.memory_limit_reached = true;
+    s.stats.time_limit_reached = time.past_deadline();
+    s.message = "stopped at the memory ceiling (" + format_bytes(options.max_memory) + " above the " +
+                format_bytes(ceiling->start()) + " the process held)" + (s.message.empty() ? "" : "; " + s.message);
+  }
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

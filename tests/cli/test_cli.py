@@ -7,10 +7,12 @@ Usage: test_cli.py PATH/TO/remat SOURCE_ROOT
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REMAT = sys.argv[1]
@@ -67,7 +69,12 @@ with tempfile.TemporaryDirectory() as tmp:
     check("info: floor below the regular peak", 0 < info.get("per-op floor", 0) <= info.get("regular peak", 0), str(info))
 
     # plan: every method, files out
-    for method in ("none", "every-k", "sqrt"):
+    methods = ("none", "every-k", "sqrt", "chain", "approx", "mincut", "ogc", "ogc-exact", "kept-search", "dp", "exact")
+    listed = run("plan", "--help").stdout
+    choices = re.search(r"--method TEXT:\{([^}]*)\}", listed)
+    check("the test runs every method plan --help lists",
+          choices is not None and set(choices.group(1).split(",")) == set(methods), listed)
+    for method in methods:
         r = run("plan", GRAPH, "--method", method, "--json")
         ok = r.returncode == 0
         figures = json.loads(r.stdout) if ok else {}
@@ -97,6 +104,9 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("info", GRAPH, "--dot", graph_dot)
     check("info writes the graph as DOT", r.returncode == 0 and Path(graph_dot).read_text().startswith("digraph"),
           r.stdout + r.stderr)
+    # The pictures need Graphviz and librsvg, which .ci/run and the README install.
+    check("Graphviz's dot is installed (apt-get install graphviz)", shutil.which("dot") is not None)
+    check("rsvg-convert is installed (apt-get install librsvg2-bin)", shutil.which("rsvg-convert") is not None)
     if shutil.which("dot"):
         for what, source in (("graph", graph_dot), ("plan", dot_file)):
             svg = tmp / f"{what}.svg"
@@ -296,6 +306,70 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("info", small, "--json")
     check("info reads an exported model", r.returncode == 0 and json.loads(r.stdout).get("parameters") == 2 * 11689512,
           r.stdout + r.stderr)
+
+    # outputs: checked before the search, written whole or not at all, never over an input
+    copy = file("copy.json", Path(GRAPH).read_text())
+    expect_error("-o equal to the input graph is refused", ["plan", copy, "-o", copy], "is an input of this command")
+    check("... and the input is untouched", Path(copy).read_text() == Path(GRAPH).read_text())
+    expect_error("-o equal to the input, by another path", ["plan", copy, "-o", str(tmp / "." / "copy.json")],
+                 "is an input of this command")
+    expect_error("the same file for two outputs", ["plan", GRAPH, "-o", str(tmp / "x.out"), "--dot", str(tmp / "x.out")],
+                 "is already the output of --output")
+    before = set(os.listdir(tmp))
+    expect_error("a failed second output", ["plan", GRAPH, "-o", str(tmp / "p2.json"), "--dot", "/proc/x"],
+                 "--dot: cannot write '/proc/x'")
+    check("... leaves no file behind", set(os.listdir(tmp)) == before, str(set(os.listdir(tmp)) - before))
+    stack64 = str(tmp / "stack64.json")
+    run("gen", "nas", "--cells", "64", "-o", stack64)
+    started = time.monotonic()
+    expect_error("-o into a missing directory fails before the search",
+                 ["plan", stack64, "--method", "ogc-exact", "-o", str(tmp / "no" / "p.json")],
+                 "no directory '" + str(tmp / "no") + "'")
+    check("... at once", time.monotonic() - started < 5, f"{time.monotonic() - started:.1f} s")
+    expect_error("a directory as output", ["info", GRAPH, "--dot", str(tmp)], "is a directory")
+    for command in (["info", GRAPH], ["plan", GRAPH, "--method", "sqrt"], ["zoo", "export", "alexnet"]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([REMAT, *command], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        check(f"{command[0]}: output lost to a full device is an error", r.returncode != 0 and
+              r.stderr.strip() == "remat: error: cannot write to standard output", r.stderr)
+    r = run("plan", GRAPH, "--method", "sqrt", "-o", str(tmp / "mode.json"))
+    mask = os.umask(0)
+    os.umask(mask)
+    check("a written file has the mode a plain create gives", (tmp / "mode.json").stat().st_mode & 0o777 == 0o666 & ~mask,
+          oct((tmp / "mode.json").stat().st_mode))
+
+    # --time-limit: every value either a limit in milliseconds or one clear error
+    for value in ("1e10", "1e300", "nan", "inf", "0", "-1", "abc", "1e7x"):
+        expect_error(f"--time-limit {value}", ["plan", GRAPH, "--time-limit", value],
+                     f"--time-limit: expected a number of seconds above 0, at most 10000000, got '{value}'")
+    expect_error("--bound-time 1e300", ["plan", GRAPH, "--bound-time", "1e300"], "--bound-time: expected a number")
+    expect_error("pareto --time-limit nan", ["pareto", GRAPH, "--time-limit", "nan"], "--time-limit: expected")
+    expect_error("explain --time-limit 0", ["explain", GRAPH, "--time-limit", "0"], "--time-limit: expected")
+    expect_error("-k 0", ["plan", GRAPH, "--method", "every-k", "-k", "0"], "-k: expected a positive whole number, got '0'")
+    expect_error("-k past 2^63", ["plan", GRAPH, "-k", "99999999999999999999"], "-k: expected a positive whole number")
+    for method in ("dp", "exact", "ogc-exact"):
+        started = time.monotonic()
+        r = run("plan", stack64, "--method", method, "--time-limit", "0.0004")
+        check(f"--time-limit 0.0004 is a millisecond, not 'no limit' ({method})",
+              r.returncode in (0, 1) and time.monotonic() - started < 10, r.stdout[-300:] + r.stderr)
+
+    # --max-memory: the search stops at the ceiling with its plan and says so
+    r = run("plan", stack64, "--method", "kept-search", "--max-memory", "1", "--json")
+    capped = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("--max-memory stops the search with its best plan, and --json says why",
+          capped.get("unproven") == "memory-limit" and capped.get("peak", 0) > 0, r.stdout[-500:] + r.stderr)
+    r = run("plan", stack64, "--method", "kept-search", "--max-memory", "1")
+    check("... and the table says so", r.returncode == 0 and "stopped at the memory ceiling" in r.stdout, r.stdout + r.stderr)
+    expect_error("--max-memory that is not a size", ["plan", GRAPH, "--max-memory", "lots"],
+                 "--max-memory: 'lots' is not a positive byte size")
+
+    # graphs with nothing to plan: inputs only, or already at the per-op floor
+    inputs_only = file("inputs.json", json.dumps({"format": "remat-graph", "version": 1, "name": "only-inputs",
+                                                  "nodes": [{"name": "x", "op": "input", "bytes": 100}]}))
+    for method in methods:
+        r = run("plan", inputs_only, "--method", method, "--json")
+        planned = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(f"a graph of inputs only: {method} plans it, exit 0", planned.get("peak") == 100, r.stdout + r.stderr)
 
     # gen: every kind writes a graph info can read; a seed gives the same graph
     for kind, args in (("chain", ["--length", "50", "--max-features", "2048", "--seed", "3"]),

@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <limits>
+#include <vector>
 
 #include <remat/solve.hpp>
 #include <remat/zoo/generators.hpp>
@@ -18,7 +20,8 @@ using namespace remat;
 
 TEST_SUITE("solve") {
 
-TEST_CASE("every method: valid plan, claims equal the simulator's, exact never beaten") {
+TEST_CASE("every method: valid plan, figures are the plan's, the stage programmes' claims are the simulator's, "
+          "exact never beaten") {
   // Up to 22 nodes: wider random DAGs reach 10⁴–10⁵ lower sets and take the
   // exact programme tens of seconds each (bench/ measures those).
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
@@ -30,8 +33,16 @@ TEST_CASE("every method: valid plan, claims equal the simulator's, exact never b
       o.method = m;
       const solution s = solve(g, o);
       REQUIRE(s.status != solve_status::infeasible);
-      CHECK(s.figures.peak_bytes == s.claimed_peak);
-      CHECK(s.figures.recompute_time == s.claimed_recompute);
+      // The figures are the returned plan's own, not another candidate's.
+      const simulation again = simulate(g, s.best.steps);
+      CHECK(again.peak_bytes == s.figures.peak_bytes);
+      CHECK(again.recompute_time == s.figures.recompute_time);
+      // The lower-set programmes work out peak and recompute themselves (the
+      // other methods take theirs from the simulator): the two must agree.
+      if (m == method::dp || m == method::chain || m == method::approx) {
+        CHECK(s.claimed_peak == again.peak_bytes);
+        CHECK(s.claimed_recompute == doctest::Approx(again.recompute_time).epsilon(1e-9));
+      }
       CHECK(s.peak_lower_bound <= s.claimed_peak);
       CHECK(s.best.method == to_string(m));
       if (m == method::exact) {
@@ -355,6 +366,46 @@ TEST_CASE("caps and time limits end with the best plan found, never an exception
     k.every_k = 0;
     return k;
   }()), error);
+}
+
+TEST_CASE("max_memory: past the ceiling every search ends with its best plan and says the memory stopped it") {
+  if (!memory_ceiling::supported()) {
+    MESSAGE("skipped: this platform does not report the process's memory");
+    return;
+  }
+  // A ceiling sees memory the process touches after it is set.
+  memory_ceiling ceiling(1 << 20);
+  CHECK(!ceiling.reached());
+  std::vector<char> touched(64 << 20, 1);
+  const auto later = memory_ceiling::clock::now() + std::chrono::milliseconds(2);
+  CHECK(ceiling.exceeded(later));
+  CHECK(ceiling.reached());
+  CHECK(ceiling.most_seen() >= (32u << 20));
+  CHECK(time_budget::unlimited().with_memory(ceiling).expired());
+  CHECK(time_budget::unlimited().with_memory(ceiling).share(1, 2).expired());
+  touched = {};
+
+  // Each search on a 3,456-node NAS stack allocates more than one byte long
+  // before its 60 s: every method stops there, with a plan or a stated stop.
+  zoo::nas_stack_options stack;
+  stack.network.cells = 64;
+  const graph g = zoo::nas_stack(stack);
+  for (method m : all_methods) {
+    if (m == method::none || m == method::sqrt || m == method::every_k) continue;  // they search nothing
+    solve_options o;
+    o.method = m;
+    o.max_lower_sets = 1u << 30;
+    o.max_memory = 1;
+    const solution s = solve(g, o);
+    INFO(to_string(m), ": ", s.message);
+    CHECK(s.stats.memory_limit_reached);
+    CHECK(!s.stats.time_limit_reached);
+    CHECK(s.unproven() == unproven_reason::memory_limit);
+    CHECK(s.message.rfind("stopped at the memory ceiling", 0) == 0);
+    CHECK(s.stats.seconds < 30);
+    if (!s.best.steps.empty()) CHECK(simulate(g, s.best.steps).peak_bytes == s.figures.peak_bytes);
+    else CHECK(s.status == solve_status::stopped);
+  }
 }
 
 }  // TEST_SUITE

@@ -61,6 +61,7 @@ TEST_CASE("random layered DAGs are deterministic and layered") {
   const remat::graph g = zoo::random_dag(o);
   CHECK(remat::io::write_graph_json(zoo::random_dag(o)) == remat::io::write_graph_json(g));
   std::size_t losses = 0;
+  std::set<std::string> ops;
   for (remat::node_id v = 0; v < g.size(); ++v) {
     const std::string& name = g.node_name(v);
     if (name.rfind("nodes.", 0) == 0) {
@@ -72,7 +73,10 @@ TEST_CASE("random layered DAGs are deterministic and layered") {
         previous = previous || (layer == 1 ? from == "input" : from.rfind("nodes." + std::to_string(layer - 1) + ".", 0) == 0);
       }
       CHECK_MESSAGE(previous, name);
-      CHECK(g.op(v) == (g.predecessors(v).size() > 1 ? "add" : g.op(v)));
+      // Several operands are summed; one goes through a linear layer or a relu.
+      if (g.predecessors(v).size() > 1) CHECK(g.op(v) == "add");
+      else CHECK_MESSAGE((g.op(v) == "linear" || g.op(v) == "relu"), name, " is ", g.op(v));
+      ops.insert(g.op(v));
     }
     if (!g.is_input(v) && g.successors(v).empty()) {
       ++losses;
@@ -80,6 +84,7 @@ TEST_CASE("random layered DAGs are deterministic and layered") {
     }
   }
   CHECK(losses == 1);
+  CHECK(ops == std::set<std::string>{"add", "linear", "relu"});
   CHECK(g.size() >= 12 * 5 + 3);
   o.seed = 4;
   CHECK(remat::io::write_graph_json(zoo::random_dag(o)) != remat::io::write_graph_json(g));

@@ -45,6 +45,7 @@ struct solve_stats {
   double seconds = 0;               ///< wall time of the solve
   bool cap_reached = false;         ///< a cap on states, labels or lower sets stopped it
   bool time_limit_reached = false;  ///< the time limit stopped it
+  bool memory_limit_reached = false;  ///< the memory ceiling (solve_options::max_memory) stopped it
   std::vector<search_count> counts;
 
   /// The count named `name` (0 when the method kept none by that name).
@@ -67,6 +68,7 @@ struct solve_stats {
     for (const search_count& c : other.counts) set(c.name, count(c.name) + c.value);
     cap_reached = cap_reached || other.cap_reached;
     time_limit_reached = time_limit_reached || other.time_limit_reached;
+    memory_limit_reached = memory_limit_reached || other.memory_limit_reached;
     return *this;
   }
 };
@@ -78,6 +80,7 @@ enum class unproven_reason {
   no_proof,    ///< the method does not prove its plans optimal (a heuristic or a baseline)
   cap,         ///< a cap on states, labels or lower sets stopped the proof
   time_limit,  ///< the time limit stopped the proof
+  memory_limit,  ///< the memory ceiling stopped the proof
 };
 
 inline constexpr std::string_view to_string(unproven_reason r) noexcept {
@@ -86,6 +89,7 @@ inline constexpr std::string_view to_string(unproven_reason r) noexcept {
     case unproven_reason::no_proof: return "no-proof";
     case unproven_reason::cap: return "cap";
     case unproven_reason::time_limit: return "time-limit";
+    case unproven_reason::memory_limit: return "memory-limit";
   }
   return "?";
 }
@@ -115,8 +119,9 @@ struct solution {
   /// meets the budget and that is proven).
   unproven_reason unproven() const noexcept {
     if (status == solve_status::optimal || (status == solve_status::infeasible && !stats.cap_reached &&
-                                             !stats.time_limit_reached))
+                                             !stats.time_limit_reached && !stats.memory_limit_reached))
       return unproven_reason::none;
+    if (stats.memory_limit_reached) return unproven_reason::memory_limit;
     if (stats.time_limit_reached) return unproven_reason::time_limit;
     if (stats.cap_reached) return unproven_reason::cap;
     return unproven_reason::no_proof;
