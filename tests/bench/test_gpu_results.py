@@ -2,12 +2,14 @@
 """bench/gpu-results without a GPU: each committed results page
 (docs/results-gpu.md from an H200, docs/results-gpu-h100.md from an H100) is
 what its committed .json renders to, every row of that data keeps the
-project's one truth (measured peak = simulated peak), and --resume on a
+project's one truth (measured peak = simulated peak), --resume on a
 complete results file keeps every row and measures nothing (so runs nothing
-that needs a device).
+that needs a device), and the measuring path, run on stand-ins for bench_cuda
+and PyTorch, records what they report and flags unequal peaks and failures.
 
 usage: test_gpu_results.py SOURCE_ROOT [BUILD_ROOT]
-BUILD_ROOT (with bench/bench_cuda and examples/remat) enables the --resume check.
+BUILD_ROOT (with bench/bench_cuda and examples/remat) enables the --resume check;
+BUILD_ROOT with examples/remat, the stand-in run.
 """
 
 import json
@@ -44,6 +46,64 @@ def check_page(script, docs, name, tmp):
     check("## Summary" in text and "## Failures" not in text, f"{name}: the page has a summary and no failures")
 
 
+# A stand-in for bench_cuda: one model's regular and exact rows in Google
+# Benchmark's JSON; vgg11's exact row measures 4 KiB above its simulation,
+# resnet18 fails the way a device out of memory does.
+FAKE_BENCH = r"""#!/usr/bin/env python3
+import json, sys
+args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+model = args["--benchmark_filter"].split("/")[1]
+if model == "resnet18":
+    sys.exit("bench_cuda: CUDA error: out of memory")
+rows = []
+for i, method in enumerate(("none", "exact")):
+    simulated = 1000000 * (i + 2)
+    rows.append({"name": f"gpu_step/{model}/{method}", "median_ms": 10.0 + i, "peak_simulated": simulated,
+                 "peak_measured": simulated + (4096 if (model, method) == ("vgg11", "exact") else 0),
+                 "parameters": 1000, "parameter_gradients": 1000, "overhead_simulated": 0.1 * i,
+                 "device_bytes": 5000000})
+json.dump({"context": {"device": "stand-in"}, "benchmarks": rows}, open(args["--benchmark_out"], "w"))
+"""
+
+# A stand-in for the Python that runs bench/pytorch_baseline.py.
+FAKE_PYTHON = r"""#!/usr/bin/env python3
+import json, sys
+out = sys.argv[sys.argv.index("--json") + 1]
+json.dump({"peak_bytes": 2500000, "median_ms": 8.0, "torch": "stand-in"}, open(out, "w"))
+"""
+
+
+def check_measuring_path(script, build, tmp):
+    """Runs the driver over stand-ins: it records their rows, names unequal peaks and failures on the page."""
+    fake = Path(tmp) / "fake-build"
+    (fake / "bench").mkdir(parents=True)
+    (fake / "examples").mkdir()
+    (fake / "examples" / "remat").symlink_to((build / "examples" / "remat").resolve())
+    for path, text in ((fake / "bench" / "bench_cuda", FAKE_BENCH), (Path(tmp) / "fake-python", FAKE_PYTHON)):
+        path.write_text(text)
+        path.chmod(0o755)
+    out = Path(tmp) / "stand-in.md"
+    run = subprocess.run([sys.executable, str(script), "--build", str(fake), "--models", "alexnet,vgg11,resnet18",
+                          "--python", str(Path(tmp) / "fake-python"), "--steps", "3", "--warmup", "1",
+                          "--out", str(out)], capture_output=True, text=True)
+    check(run.returncode == 0, "stand-ins: the driver runs", (run.stderr or run.stdout).strip()[-300:])
+    data = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {"models": []}
+    rows = {m["name"]: m for m in data["models"]}
+    check(list(rows) == ["alexnet", "vgg11", "resnet18"], "stand-ins: one row per model, in order", str(list(rows)))
+    alexnet = rows.get("alexnet", {"remat": {}, "pytorch": {}})
+    check(alexnet["remat"].get("exact", {}).get("median_ms") == 11.0 and
+          alexnet["remat"].get("none", {}).get("peak_measured") == 2000000 and
+          alexnet["pytorch"].get("peak_bytes") == 2500000, "stand-ins: the rows are what the tools reported",
+          json.dumps(alexnet)[:300])
+    check("out of memory" in rows.get("resnet18", {}).get("remat", {}).get("error", ""),
+          "stand-ins: a failed bench_cuda is recorded with its message", json.dumps(rows.get("resnet18"))[:300])
+    page = out.read_text() if out.exists() else ""
+    check("Measured and simulated peaks differ for: vgg11." in page, "stand-ins: the page names the unequal peak")
+    check("## Failures" in page and "resnet18 (remat): bench_cuda: CUDA error: out of memory" in page,
+          "stand-ins: the page lists the failure", page[-400:])
+    check("## Summary" in page and "2 models" in page, "stand-ins: the summary covers the two complete models")
+
+
 def main():
     root = Path(sys.argv[1])
     build = Path(sys.argv[2]) if len(sys.argv) > 2 else None
@@ -57,8 +117,12 @@ def main():
             check_page(script, docs, name, tmp)
 
         if build is None:
-            print("skip --resume: no build directory given")
+            print("skip --resume and the stand-in run: no build directory given")
         else:
+            check_measuring_path(script, build, tmp)
+        if build is not None and not (build / "bench" / "bench_cuda").exists():
+            print("skip --resume: bench_cuda is not built (no CUDA runtime)")
+        elif build is not None:
             out = Path(tmp) / "resumed.md"
             run = subprocess.run([sys.executable, str(script), "--build", str(build), "--resume", str(data),
                                   "--steps", str(results["steps"]), "--warmup", str(results["warmup"]),
