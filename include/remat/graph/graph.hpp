@@ -6,11 +6,12 @@
 /// one from any type modelling remat::dag plus a remat::cost_model.
 ///
 /// A remat::graph is immutable and validated: it has at least one node, no
-/// cycle, no dangling operand, unique names, finite non-negative times, and
-/// sizes whose worst-case sum (every value and its gradient, every parameter
-/// and its gradient, the largest workspace) fits 64 bits, so no later sum
-/// over it can overflow. Node ids are topologically numbered (operands before
-/// consumers); where the input order already was topological it is kept.
+/// cycle, no dangling operand, unique names, finite non-negative times whose
+/// forward plus backward total is finite, and sizes whose worst-case sum
+/// (every value and its gradient, every parameter and its gradient, the
+/// largest workspace) fits 64 bits, so no later sum over it can overflow.
+/// Node ids are topologically numbered (operands before consumers); where the
+/// input order already was topological it is kept.
 
 #include <algorithm>
 #include <cmath>
@@ -185,6 +186,7 @@ class graph_builder {
 
     const std::vector<std::size_t> order = topological_order();
     check_sizes(order);
+    check_time_totals(order);
     return assemble(order, std::move(index));
   }
 
@@ -282,6 +284,24 @@ class graph_builder {
       if (!detail::checked_add(total, widest_workspace))
         fail(i, "sizes overflow 64 bits: workspace plus all values, gradients and parameters "
                 "exceed 18446744073709551615");
+    }
+  }
+
+  // The simulator sums forward and backward times (a plan's plain time is
+  // their sum): a total past the largest double would make every figure inf.
+  // One running sum of both bounds each total.
+  void check_time_totals(const std::vector<std::size_t>& order) const {
+    const std::string of = name_.empty() ? "the graph" : "graph '" + name_ + "'";
+    double total = 0;
+    for (std::size_t i : order) {
+      const node_spec& s = specs_[i];
+      if (s.op == "input") continue;
+      const double backward = s.backward_time.value_or(2 * s.time);
+      if (!std::isfinite(backward))
+        fail(i, "backward time (by default twice the time) is past the largest double");
+      total += s.time + backward;
+      if (!std::isfinite(total))
+        fail(i, "forward and backward times of " + of + " sum past the largest double at this node");
     }
   }
 

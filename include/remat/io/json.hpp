@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,6 +34,115 @@ namespace detail {
 
 using nlohmann::json;
 
+/// Containers nested deeper than this are refused while reading: remat's files
+/// need 5 levels, and no later walk over a document can then recurse deeply.
+inline constexpr std::size_t max_json_depth = 64;
+
+// `s` cut to about `limit` bytes (at a character boundary), so that no message
+// grows with the input.
+inline std::string clip(std::string_view s, std::size_t limit = 60) {
+  if (s.size() <= limit) return std::string(s);
+  while (limit > 0 && (static_cast<unsigned char>(s[limit]) & 0xC0) == 0x80) --limit;
+  return std::string(s.substr(0, limit)) + "...";
+}
+
+// `s` as a JSON string. Bytes that are not UTF-8 (possible only in a graph
+// made in code) become U+FFFD rather than an exception after a long search.
+inline std::string quote(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Builds the document as json::parse does, but stops at the first problem
+// with its byte offset instead of throwing: a syntax error, a number past the
+// largest double, nesting deeper than max_json_depth, a key given twice (which
+// would silently keep one of its values).
+class document_builder : public nlohmann::json_sax<json> {
+ public:
+  struct problem {
+    std::size_t offset;
+    std::string reason;
+  };
+
+  // `cursor` follows the parser through `text` (see tracking_iterator).
+  document_builder(const char* const* cursor, const char* text) : cursor_(cursor), text_(text) {}
+
+  bool null() override { return value(nullptr); }
+  bool boolean(bool b) override { return value(b); }
+  bool number_integer(number_integer_t n) override { return value(n); }
+  bool number_unsigned(number_unsigned_t n) override { return value(n); }
+  bool number_float(number_float_t x, const string_t&) override { return value(x); }
+  bool string(string_t& s) override { return value(s); }
+  bool binary(binary_t& b) override { return value(json::binary(b)); }
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    json& object = *open_.back();
+    if (object.contains(k)) return stop(offset(), "duplicate key '" + clip(k) + "'");
+    member_ = &object[k];
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: reason",
+    // "[json.exception.out_of_range.406] number overflow parsing '1e309'"
+    std::string reason = e.what();
+    if (auto cut = reason.find("] "); cut != std::string::npos) reason.erase(0, cut + 2);
+    if (reason.starts_with("parse error"))
+      if (auto cut = reason.find(": "); cut != std::string::npos) reason.erase(0, cut + 2);
+    return stop(position > 0 ? position - 1 : 0, clip(reason, 200));
+  }
+
+  const std::optional<problem>& failure() const noexcept { return problem_; }
+  json document() && { return std::move(root_); }
+
+ private:
+  // Offset of the character the parser read last.
+  std::size_t offset() const {
+    const auto read = static_cast<std::size_t>(*cursor_ - text_);
+    return read > 0 ? read - 1 : 0;
+  }
+
+  json* place(json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool value(json v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json container) {
+    if (open_.size() == max_json_depth)
+      return stop(offset(), "JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
+    open_.push_back(place(std::move(container)));
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+  bool stop(std::size_t at, std::string reason) {
+    problem_ = problem{at, std::move(reason)};
+    return false;
+  }
+
+  const char* const* cursor_;
+  const char* text_;
+  json root_;
+  std::vector<json*> open_;  // the containers being filled, outermost first
+  json* member_ = nullptr;   // the object member the next value goes to
+  std::optional<problem> problem_;
+};
+
 // Fails at a path of the document, naming its line.
 class json_reader {
  public:
@@ -46,18 +156,16 @@ class json_reader {
   json parse() const {
     if (text_.find_first_not_of(" \t\r\n") == std::string_view::npos)
       throw parse_error(source_, 1, 0, "empty file: expected a JSON document");
-    try {
-      return json::parse(text_.begin(), text_.end());
-    } catch (const json::parse_error& e) {
-      const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-      const text_location where = location_of_offset(text_, offset);
-      std::string reason = e.what();
-      // nlohmann prefixes "[json.exception.parse_error.101] parse error at line L, column C: "
-      if (auto cut = reason.find(": "); reason.find("parse error") != std::string::npos && cut != std::string::npos)
-        reason = reason.substr(cut + 2);
-      if (offset + 1 >= text_.size()) reason = "truncated JSON: " + reason;
-      throw parse_error(source_, where.line, where.column, reason);
+    const char* cursor = text_.data();
+    document_builder builder(&cursor, text_.data());
+    json::sax_parse(tracking_iterator{text_.data(), &cursor}, tracking_iterator{text_.data() + text_.size(), &cursor},
+                    &builder);
+    if (const auto& problem = builder.failure()) {
+      const text_location where = location_of_offset(text_, problem->offset);
+      const bool truncated = problem->offset + 1 >= text_.size();
+      throw parse_error(source_, where.line, where.column, (truncated ? "truncated JSON: " : "") + problem->reason);
     }
+    return std::move(builder).document();
   }
 
   std::uint64_t get_bytes(const json& value, const json_path& path, const std::string& what) const {
@@ -88,7 +196,18 @@ class json_reader {
   static std::string type_name(const json& value) {
     if (value.is_number_float()) return "a number with a fraction";
     if (value.is_number()) return "a number";
+    if (value.is_array()) return "an array";
+    if (value.is_object()) return "an object";
+    if (value.is_null()) return "null";
     return std::string("a ") + value.type_name();
+  }
+
+  /// A value as messages show it: a scalar as written (a long string cut
+  /// short), an array or object by its type alone.
+  static std::string describe(const json& value) {
+    if (value.is_array() || value.is_object()) return type_name(value);
+    if (value.is_string()) return quote(clip(value.get_ref<const std::string&>()));
+    return value.dump();
   }
 
  private:
@@ -101,11 +220,13 @@ inline attributes read_attributes(const json_reader& reader, const json& object,
   attributes out;
   for (const auto& [key, value] : object.items()) {
     path.emplace_back(key);
-    if (value.is_number_unsigned()) {
-      if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        reader.fail(path, "attribute '" + key + "' does not fit a 64-bit signed integer");
-      out.emplace(key, value.get<std::int64_t>());
-    } else if (value.is_number_integer()) {
+    const std::string name = "attribute '" + clip(key) + "'";
+    auto too_big = [](const json& number) {
+      return number.is_number_unsigned() &&
+             number.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    };
+    if (too_big(value)) reader.fail(path, name + " does not fit a 64-bit signed integer");
+    if (value.is_number_integer()) {
       out.emplace(key, value.get<std::int64_t>());
     } else if (value.is_number_float()) {
       out.emplace(key, value.get<double>());
@@ -114,15 +235,15 @@ inline attributes read_attributes(const json_reader& reader, const json& object,
     } else if (value.is_array()) {
       std::vector<std::int64_t> list;
       for (std::size_t i = 0; i < value.size(); ++i) {
-        if (!value[i].is_number_integer()) {
+        if (!value[i].is_number_integer() || too_big(value[i])) {
           path.emplace_back(i);
-          reader.fail(path, "attribute '" + key + "' must be a list of integers");
+          reader.fail(path, name + (too_big(value[i]) ? " does not fit a 64-bit signed integer" : " must be a list of integers"));
         }
         list.push_back(value[i].get<std::int64_t>());
       }
       out.emplace(key, std::move(list));
     } else {
-      reader.fail(path, "attribute '" + key + "' must be an integer, a number, a string or a list of integers");
+      reader.fail(path, name + " must be an integer, a number, a string or a list of integers");
     }
     path.pop_back();
   }
@@ -145,12 +266,16 @@ inline graph read_graph_json(std::string_view text, const std::string& source = 
 
   for (const auto& [key, value] : doc.items())
     if (key != "format" && key != "version" && key != "name" && key != "nodes")
-      reader.fail({key}, "unknown top-level field '" + key + "' (expected format, version, name, nodes)");
-  if (doc.contains("format") && (!doc["format"].is_string() || doc["format"] != "remat-graph"))
-    reader.fail({"format"}, "format must be \"remat-graph\", got " + doc["format"].dump());
+      reader.fail({key}, "unknown top-level field '" + detail::clip(key) + "' (expected format, version, name, nodes)");
+  if (doc.contains("format") && doc["format"] != "remat-graph")
+    reader.fail({"format"}, "format must be \"remat-graph\", got " + detail::json_reader::describe(doc["format"]));
   if (!doc.contains("version")) reader.fail({}, "missing field 'version' (this remat reads version 1)");
-  if (!doc["version"].is_number_integer() || doc["version"].get<std::int64_t>() != graph_format_version)
-    reader.fail({"version"}, "unsupported version " + doc["version"].dump() + " (this remat reads version 1)");
+  const json& version = doc["version"];
+  if (!version.is_number_integer())
+    reader.fail({"version"}, "version must be an integer, got " + detail::json_reader::describe(version) +
+                                 " (this remat reads version 1)");
+  if (version.get<std::int64_t>() != graph_format_version)
+    reader.fail({"version"}, "unsupported version " + version.dump() + " (this remat reads version 1)");
   std::string name;
   if (doc.contains("name")) name = reader.get_string(doc["name"], {"name"}, "name");
   if (!doc.contains("nodes")) reader.fail({}, "missing field 'nodes'");
@@ -189,11 +314,13 @@ inline graph read_graph_json(std::string_view text, const std::string& source = 
       else if (key == "backward_time") s.backward_time = reader.get_time(value, p, label + "backward_time");
       else if (key == "backward_reads") {
         const auto reads = parse_backward_reads(reader.get_string(value, p, label + "backward_reads"));
-        if (!reads) reader.fail(p, label + "backward_reads must be \"none\", \"inputs\", \"output\" or \"both\", got " + value.dump());
+        if (!reads)
+          reader.fail(p, label + "backward_reads must be \"none\", \"inputs\", \"output\" or \"both\", got " +
+                             detail::json_reader::describe(value));
         s.reads = *reads;
       } else if (key == "attrs") s.attrs = detail::read_attributes(reader, value, p);
       else
-        reader.fail(p, label + "unknown field '" + key +
+        reader.fail(p, label + "unknown field '" + detail::clip(key) +
                            "' (expected op, inputs, bytes, time, params, workspace, backward_workspace, "
                            "backward_time, backward_reads, attrs)");
     }
@@ -213,7 +340,7 @@ inline graph read_graph_json(std::string_view text, const std::string& source = 
       const json_path p{"nodes", i, "inputs", k};
       const std::string& operand = reader.get_string(inputs[k], p, "node '" + builder[i].name + "': input");
       auto it = index.find(operand);
-      if (it == index.end()) reader.fail(p, "node '" + builder[i].name + "': input '" + operand + "' does not name a node");
+      if (it == index.end()) reader.fail(p, "node '" + builder[i].name + "': input '" + detail::clip(operand) + "' does not name a node");
       builder[i].inputs.push_back(it->second);
     }
   }
@@ -230,16 +357,17 @@ inline graph read_graph_json(std::string_view text, const std::string& source = 
 /// they differ from their defaults (backward_reads is always written).
 inline std::string write_graph_json(const graph& g) {
   using detail::json;
+  using detail::quote;
   std::string out = "{\n  \"format\": \"remat-graph\",\n  \"version\": 1,\n  \"name\": ";
-  out += json(g.name()).dump();
+  out += quote(g.name());
   out += ",\n  \"nodes\": [\n";
   for (node_id v = 0; v < g.size(); ++v) {
-    out += "    {\"name\": " + json(g.node_name(v)).dump() + ", \"op\": " + json(g.op(v)).dump();
+    out += "    {\"name\": " + quote(g.node_name(v)) + ", \"op\": " + quote(g.op(v));
     if (!g.inputs(v).empty()) {
       out += ", \"inputs\": [";
       bool first = true;
       for (node_id p : g.inputs(v)) {
-        out += (first ? "" : ", ") + json(g.node_name(p)).dump();
+        out += (first ? "" : ", ") + quote(g.node_name(p));
         first = false;
       }
       out += "]";
@@ -257,7 +385,7 @@ inline std::string write_graph_json(const graph& g) {
     if (!g.attrs(v).empty()) {
       json attrs = json::object();
       for (const auto& [key, value] : g.attrs(v)) attrs[key] = detail::attribute_to_json(value);
-      out += ", \"attrs\": " + attrs.dump();
+      out += ", \"attrs\": " + attrs.dump(-1, ' ', false, json::error_handler_t::replace);
     }
     out += v + 1 < g.size() ? "},\n" : "}\n";
   }

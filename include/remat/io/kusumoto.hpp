@@ -67,43 +67,40 @@ inline std::string function_of_op(std::string_view op) {
   return std::string(op);
 }
 
-// Tokens with the line they came from; a whole line on request (the JSON
-// attribute line may hold spaces).
+// Tokens and the line they are on, read in place: nothing is allocated ahead
+// of what the text holds. A whole line on request (the JSON attribute line may
+// hold spaces).
 class token_reader {
  public:
-  token_reader(std::string_view text, std::string source) : source_(std::move(source)) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string_view::npos) end = text.size();
-      std::string_view line = text.substr(start, end - start);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      lines_.push_back(line);
-      start = end + 1;
-    }
-  }
+  token_reader(std::string_view text, std::string source) : text_(text), source_(std::move(source)) {}
 
-  [[noreturn]] void fail(const std::string& reason) const {
-    throw parse_error(source_, line_ + 1 > lines_.size() ? lines_.size() : line_ + 1, 0, reason);
+  [[noreturn]] void fail(const std::string& reason) const { fail_at(line_, reason); }
+  [[noreturn]] void fail_at(std::size_t line, const std::string& reason) const {
+    throw parse_error(source_, line, 0, reason);
   }
 
   bool at_end() {
     skip_space();
-    return line_ >= lines_.size();
+    return pos_ == text_.size();
   }
 
-  std::string_view token(const char* what) {
+  /// The line the next token starts on (the last line at the end).
+  std::size_t line() {
     skip_space();
-    if (line_ >= lines_.size()) {
-      line_ = lines_.size() - 1;
-      fail(std::string("truncated file: expected ") + what);
-    }
-    const std::string_view line = lines_[line_];
-    std::size_t end = column_;
-    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
-    std::string_view out = line.substr(column_, end - column_);
-    column_ = end;
-    return out;
+    return line_;
+  }
+
+  /// Bytes not read yet.
+  std::size_t remaining() const noexcept { return text_.size() - pos_; }
+
+  /// Appended to the message of a truncated file.
+  void note_on_truncation(std::string note) { truncation_note_ = std::move(note); }
+
+  std::string_view token(const char* what) {
+    if (at_end()) fail(std::string("truncated file: expected ") + what + truncation_note_);
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    return text_.substr(start, pos_ - start);
   }
 
   std::uint64_t number(const char* what) {
@@ -119,32 +116,60 @@ class token_reader {
 
   /// The rest of the current line if it has text, else the next non-blank line.
   std::string_view rest_of_line(const char* what) {
-    skip_space();
-    if (line_ >= lines_.size()) {
-      line_ = lines_.size() - 1;
-      fail(std::string("truncated file: expected ") + what);
-    }
-    std::string_view out = lines_[line_].substr(column_);
-    ++line_;
-    column_ = 0;
+    if (at_end()) fail(std::string("truncated file: expected ") + what + truncation_note_);
+    std::size_t end = text_.find('\n', pos_);
+    if (end == std::string_view::npos) end = text_.size();
+    std::string_view out = text_.substr(pos_, end - pos_);
+    if (out.back() == '\r') out.remove_suffix(1);
+    pos_ = end;
     return out;
   }
 
  private:
   void skip_space() {
-    while (line_ < lines_.size()) {
-      const std::string_view line = lines_[line_];
-      while (column_ < line.size() && std::isspace(static_cast<unsigned char>(line[column_]))) ++column_;
-      if (column_ < line.size()) return;
-      ++line_;
-      column_ = 0;
-    }
+    for (; pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])); ++pos_)
+      if (text_[pos_] == '\n') ++line_;
   }
 
+  std::string_view text_;
   std::string source_;
-  std::vector<std::string_view> lines_;
-  std::size_t line_ = 0, column_ = 0;
+  std::string truncation_note_;
+  std::size_t pos_ = 0, line_ = 1;
 };
+
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF): names end up in JSON, which holds nothing else.
+inline bool is_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t tail = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the first continuation byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      tail = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      tail = 2;
+      if (c == 0xE0) low = 0xA0;   // overlong
+      if (c == 0xED) high = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      tail = 3;
+      if (c == 0xF0) low = 0x90;   // overlong
+      if (c == 0xF4) high = 0x8F;  // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (s.size() - i - 1 < tail) return false;
+    for (std::size_t k = 1; k <= tail; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (d < low || d > high) : (d < 0x80 || d > 0xBF)) return false;
+    }
+    i += tail + 1;
+  }
+  return true;
+}
 
 inline bool is_plain_token(std::string_view name) {
   if (name.empty() || name == "_" || name.front() == '/') return false;
@@ -166,18 +191,30 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
   const std::uint64_t m = in.number("the function count M");
   if (m % 2 != 0) in.fail("the function count M must be even (forward blocks, then their backward blocks), got " + std::to_string(m));
   if (n > (std::uint64_t{1} << 31)) in.fail("too many variables: " + std::to_string(n));
+  // The counts size nothing: what they count is stored as it is read, so a
+  // header promising more than the file holds ends at its last line. Such a
+  // header is named there: a variable line takes at least 6 bytes with its
+  // line break ("0 1 _"), a block at least 16 ("backward 0 0 T x").
+  if (const std::size_t left = in.remaining(); n > left / 6 || m > left / 16 || 6 * n + 16 * m > left)
+    in.note_on_truncation(" (the header's N = " + std::to_string(n) + " and M = " + std::to_string(m) +
+                          " cannot fit in the " + std::to_string(left) + (left == 1 ? " byte" : " bytes") + " after it)");
 
   struct variable {
     std::uint64_t bytes = 0;
     std::string name;
     std::int64_t producer = -1;
+    std::size_t line = 0;
   };
-  std::vector<variable> vars(n);
+  std::vector<variable> vars;
   for (std::uint64_t i = 0; i < n; ++i) {
+    variable v;
+    v.line = in.line();
     const std::uint64_t id = in.number("a variable id");
     if (id != i) in.fail("variable lines must come in id order: expected id " + std::to_string(i) + ", got " + std::to_string(id));
-    vars[i].bytes = in.number("the variable's bytes");
-    vars[i].name = std::string(in.token("the variable's name"));
+    v.bytes = in.number("the variable's bytes");
+    v.name = std::string(in.token("the variable's name"));
+    if (!detail::is_utf8(v.name)) in.fail("variable " + std::to_string(i) + "'s name is not valid UTF-8");
+    vars.push_back(std::move(v));
   }
 
   struct function {
@@ -187,7 +224,7 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
     bool reads_inputs = false, reads_output = false;
   };
   const std::uint64_t half = m / 2;
-  std::vector<function> functions(half);
+  std::vector<function> functions;
   auto read_var = [&](const char* what) {
     const std::uint64_t id = in.number(what);
     if (id >= n) in.fail(std::string(what) + " " + std::to_string(id) + " is not a variable (N = " + std::to_string(n) + ")");
@@ -198,38 +235,43 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
     const std::string_view direction = in.token("'forward' or 'backward'");
     if (direction != (forward ? "forward" : "backward"))
       in.fail("block " + std::to_string(b) + " must be '" + (forward ? "forward" : "backward") + "', got '" + std::string(direction) + "'");
+    const std::size_t counts_line = in.line();
     const std::uint64_t k = in.number("the block's input count");
     const std::uint64_t p = in.number("the block's output count");
-    function& f = functions[forward ? b : b - half];
-    std::vector<std::pair<std::uint64_t, std::string>> tagged;
+    if (forward && p != 1)
+      in.fail_at(counts_line, "forward block " + std::to_string(b) + " must have exactly one output, has " + std::to_string(p));
+    function& f = forward ? functions.emplace_back() : functions[b - half];
     for (std::uint64_t i = 0; i < k; ++i) {
       const std::uint64_t id = read_var("input variable");
-      tagged.emplace_back(id, std::string(in.token("an input tag")));
+      const std::string_view tag = in.token("an input tag");
+      if (forward) {
+        f.inputs.push_back(id);
+      } else if (tag == "input") {
+        if (!(vars[id].producer < 0 && !vars[id].name.empty() && vars[id].name.front() == '/')) f.reads_inputs = true;
+      } else if (tag == "output") {
+        f.reads_output = true;
+      } else if (tag != "gradient") {
+        in.fail("backward input tag must be 'gradient', 'input' or 'output', got '" + std::string(tag) + "'");
+      }
     }
-    std::vector<std::uint64_t> outputs;
-    for (std::uint64_t i = 0; i < p; ++i) outputs.push_back(read_var("output variable"));
-    const std::string type(in.token("the function type"));
-    const std::string attrs(in.rest_of_line("the attribute line"));
+    for (std::uint64_t i = 0; i < p; ++i) {
+      const std::uint64_t id = read_var("output variable");
+      if (!forward) continue;
+      if (vars[id].producer >= 0) in.fail("variable " + std::to_string(id) + " is produced by two forward functions");
+      vars[id].producer = static_cast<std::int64_t>(b);
+      f.output = id;
+    }
+    const std::size_t type_line = in.line();
+    const std::string_view type = in.token("the function type");
+    if (!detail::is_utf8(type)) in.fail("the function type is not valid UTF-8");
+    const std::string_view attrs = in.rest_of_line("the attribute line");
+    if (!detail::is_utf8(attrs)) in.fail("the attribute line is not valid UTF-8");
     if (forward) {
-      if (p != 1) in.fail("forward block " + std::to_string(b) + " must have exactly one output, has " + std::to_string(p));
-      for (auto& [id, tag] : tagged) f.inputs.push_back(id);
-      f.output = outputs[0];
       f.type = type;
       f.attrs = attrs;
-      if (vars[f.output].producer >= 0)
-        in.fail("variable " + std::to_string(f.output) + " is produced by two forward functions");
-      vars[f.output].producer = static_cast<std::int64_t>(b);
-    } else {
-      if (type != f.type)
-        in.fail("backward block " + std::to_string(b) + " is a " + type + " but pairs with forward block " +
-                std::to_string(b - half) + ", a " + f.type);
-      for (auto& [id, tag] : tagged) {
-        if (tag == "input" && !(vars[id].producer < 0 && !vars[id].name.empty() && vars[id].name.front() == '/'))
-          f.reads_inputs = true;
-        else if (tag == "output") f.reads_output = true;
-        else if (tag != "input" && tag != "gradient")
-          in.fail("backward input tag must be 'gradient', 'input' or 'output', got '" + tag + "'");
-      }
+    } else if (type != f.type) {
+      in.fail_at(type_line, "backward block " + std::to_string(b) + " is a " + std::string(type) +
+                                " but pairs with forward block " + std::to_string(b - half) + ", a " + f.type);
     }
   }
   if (!in.at_end()) in.fail("unexpected text after the last block");
@@ -238,6 +280,9 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
   counted.variables = n;
   counted.functions = half;
   graph_builder builder;
+  auto node_name = [&](std::uint64_t i) {
+    return detail::is_plain_token(vars[i].name) ? vars[i].name : "v" + std::to_string(i);
+  };
   std::vector<std::int64_t> node_of(n, -1);
   std::vector<char> charged(n, 0);
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -247,7 +292,7 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
       continue;
     }
     node_spec s;
-    s.name = detail::is_plain_token(vars[i].name) ? vars[i].name : "v" + std::to_string(i);
+    s.name = node_name(i);
     s.bytes = vars[i].bytes;
     if (vars[i].producer < 0) {
       s.op = "input";
@@ -276,7 +321,11 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
   try {
     return std::move(builder).build();
   } catch (const invalid_graph& e) {
-    throw parse_error(source, 0, 0, e.what());
+    // Name the variable line of the node at fault (of its last copy, for a duplicate name).
+    std::size_t line = 0;
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (node_of[i] >= 0 && node_name(i) == e.node()) line = vars[i].line;
+    in.fail_at(line, e.what());
   }
 }
 
@@ -325,6 +374,9 @@ inline std::string write_kusumoto(const graph& g) {
     if (reads_inputs(g.reads(v))) {
       for (node_id p : g.predecessors(v)) inputs.push_back(std::to_string(p) + " input");
       if (has_param) inputs.push_back(std::to_string(param_var[v]) + " input");
+      // With no operand to tag (a parameter's tag does not count), the node's
+      // own output tagged "input" keeps the read for the reader.
+      if (g.predecessors(v).empty()) inputs.push_back(std::to_string(v) + " input");
     }
     if (reads_output(g.reads(v))) inputs.push_back(std::to_string(v) + " output");
     std::vector<std::string> outputs;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include <remat/error.hpp>
 #include <remat/graph/graph.hpp>
@@ -22,6 +23,10 @@ namespace remat::io {
 
 /// The whole file as text. \throws remat::error when it cannot be read.
 inline std::string read_text_file(const std::filesystem::path& path) {
+  // A directory opens as a stream that reads nothing, which would be reported
+  // as an empty file.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) throw error("'" + path.string() + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot open '" + path.string() + "': " + std::strerror(errno));
   std::ostringstream text;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -25,6 +26,41 @@
 
 namespace remat::io {
 
+/// What makes a plan fit a graph: its node names, each node's operands in
+/// call order, sizes and parameter bytes, and which nodes are inputs; not
+/// times, ops or the graph's own name, so a re-timed graph takes the same plans.
+/// Reads "<nodes>:<16 hex digits>", whatever order the file lists nodes in.
+inline std::string graph_fingerprint(const graph& g) {
+  // FNV-1a per node, mixed (splitmix64's finaliser) and summed so that node
+  // order does not matter; strings carry their length, so fields cannot run together.
+  auto mix = [](std::uint64_t h) {
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+  };
+  std::uint64_t digest = 0;
+  for (node_id v = 0; v < g.size(); ++v) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    auto add_number = [&](std::uint64_t x) {
+      for (int i = 0; i < 8; ++i, x >>= 8) h = (h ^ (x & 0xff)) * 0x100000001b3ULL;
+    };
+    auto add_string = [&](std::string_view s) {
+      add_number(s.size());
+      for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+    };
+    add_string(g.node_name(v));
+    add_number(g.is_input(v) ? 1 : 0);
+    add_number(g.bytes(v));
+    add_number(g.params(v));
+    add_number(g.inputs(v).size());
+    for (node_id p : g.inputs(v)) add_string(g.node_name(p));
+    digest += mix(h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  return std::to_string(g.size()) + ":" + hex;
+}
+
 /// Writes a plan for `g` with the figures `sim` gives for it.
 inline std::string write_plan_json(const graph& g, const plan& p, const simulation& sim) {
   using nlohmann::json;
@@ -32,6 +68,7 @@ inline std::string write_plan_json(const graph& g, const plan& p, const simulati
   doc["format"] = "remat-plan";
   doc["version"] = 1;
   doc["graph"] = g.name();
+  doc["graph_fingerprint"] = graph_fingerprint(g);
   doc["method"] = p.method;
   doc["figures"] = {{"peak_bytes", sim.peak_bytes},
                     {"peak_step", sim.peak_step},
@@ -67,7 +104,9 @@ inline std::string write_plan_json(const graph& g, const plan& p, const simulati
   json steps = json::array();
   for (const step& s : p.steps) steps.push_back(json::array({to_string(s.kind), g.node_name(s.node)}));
   doc["steps"] = std::move(steps);
-  return doc.dump(1) + "\n";
+  // Names that are not UTF-8 (possible only in a graph made in code) are
+  // written with U+FFFD rather than thrown on after a long search.
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace detail {
@@ -127,14 +166,37 @@ inline plan read_plan_json(std::string_view text, const graph& g, const std::str
   const json doc = reader.parse();
   if (!doc.is_object()) reader.fail({}, "a remat plan must be a JSON object");
   if (doc.contains("format") && doc["format"] != "remat-plan")
-    reader.fail({"format"}, "format must be \"remat-plan\", got " + doc["format"].dump());
+    reader.fail({"format"}, "format must be \"remat-plan\", got " + detail::json_reader::describe(doc["format"]));
   if (doc.contains("version") && doc["version"] != 1)
-    reader.fail({"version"}, "unsupported plan version " + doc["version"].dump() + " (this remat reads version 1)");
+    reader.fail({"version"}, doc["version"].is_number()
+                                 ? "unsupported plan version " + doc["version"].dump() + " (this remat reads version 1)"
+                                 : "plan version must be a number, got " + detail::json_reader::describe(doc["version"]));
+  // A plan names its graph; node names alone would let a plan for another
+  // graph with the same names through.
+  std::string planned_for;
+  if (doc.contains("graph")) planned_for = reader.get_string(doc["graph"], {"graph"}, "graph");
+  if (!planned_for.empty() && !g.name().empty() && planned_for != g.name())
+    reader.fail({"graph"}, "this plan is for graph '" + detail::clip(planned_for) + "', not for graph '" + g.name() + "'");
+  if (doc.contains("graph_fingerprint")) {
+    const std::string& planned = reader.get_string(doc["graph_fingerprint"], {"graph_fingerprint"}, "graph_fingerprint");
+    if (const std::string actual = graph_fingerprint(g); planned != actual)
+      reader.fail({"graph_fingerprint"},
+                  "this plan is for a graph with other node names, operands or sizes (" +
+                      (planned_for.empty() ? "" : "graph '" + detail::clip(planned_for) + "', ") + "graph_fingerprint " +
+                      detail::clip(planned) + "), not for graph '" + g.name() + "' (" + actual + ")");
+  }
   auto node = [&](const json& value, const json_path& path) {
     const std::string& name = reader.get_string(value, path, "a node name");
     const auto id = g.find(name);
-    if (!id) reader.fail(path, "'" + name + "' is not a node of graph '" + g.name() + "'");
+    if (!id) reader.fail(path, "'" + detail::clip(name) + "' is not a node of graph '" + g.name() + "'");
     return *id;
+  };
+  auto kept = [&] {
+    const json& names = doc["kept"];
+    if (!names.is_array()) reader.fail({"kept"}, "kept must be an array of node names");
+    node_set out(g.size());
+    for (std::size_t i = 0; i < names.size(); ++i) out.insert(node(names[i], {"kept", i}));
+    return out;
   };
   plan p;
   if (doc.contains("method")) p.method = reader.get_string(doc["method"], {"method"}, "method");
@@ -150,22 +212,13 @@ inline plan read_plan_json(std::string_view text, const graph& g, const std::str
       else if (kind == "recompute") k = step_kind::recompute;
       else if (kind == "free") k = step_kind::free;
       else if (kind == "backward") k = step_kind::backward;
-      else reader.fail({"steps", i, std::size_t{0}}, "step kind must be compute, recompute, free or backward, got '" + kind + "'");
+      else reader.fail({"steps", i, std::size_t{0}}, "step kind must be compute, recompute, free or backward, got '" + detail::clip(kind) + "'");
       p.steps.push_back({k, node(s[1], {"steps", i, std::size_t{1}})});
     }
-    if (doc.contains("kept")) {
-      p.kept = node_set(g.size());
-      for (std::size_t i = 0; i < doc["kept"].size(); ++i) p.kept.insert(node(doc["kept"][i], {"kept", i}));
-    }
+    if (doc.contains("kept")) p.kept = kept();
     return p;
   }
-  if (doc.contains("kept")) {
-    const json& kept = doc["kept"];
-    if (!kept.is_array()) reader.fail({"kept"}, "kept must be an array of node names");
-    node_set keep(g.size());
-    for (std::size_t i = 0; i < kept.size(); ++i) keep.insert(node(kept[i], {"kept", i}));
-    return plan::from_kept(g, std::move(keep), p.method.empty() ? "kept" : p.method);
-  }
+  if (doc.contains("kept")) return plan::from_kept(g, kept(), p.method.empty() ? "kept" : p.method);
   if (doc.contains("stages")) {
     const json& stages = doc["stages"];
     if (!stages.is_array()) reader.fail({"stages"}, "stages must be an array of arrays of node names");
