@@ -12,6 +12,8 @@
 /// over it can overflow. Node ids are topologically numbered (operands before
 /// consumers); where the input order already was topological it is kept.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <concepts>
