@@ -1,5 +1,13 @@
 #pragma once
 
+// Every public remat header includes this one first, so that a compiler in
+// C++17 mode or older reports this line first, not an error at remat's first
+// concept. MSVC reports its mode in _MSVC_LANG (__cplusplus stays 199711L
+// without /Zc:__cplusplus).
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) <= 201703L
+#error "remat needs C++20: compile with -std=c++20 (MSVC: /std:c++20)"
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 

@@ -4,6 +4,8 @@
 /// Exceptions for malformed input. Expected outcomes (an infeasible budget, a
 /// solver cap reached) are reported in result values, never thrown.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <stdexcept>
 #include <string>

@@ -8,8 +8,9 @@
 /// <remat/zoo.hpp>, the runtime layout in <remat/runtime/...> and reports in
 /// <remat/report/...>.
 
-#include <remat/analysis/bounds.hpp>
 #include <remat/config.hpp>
+
+#include <remat/analysis/bounds.hpp>
 #include <remat/error.hpp>
 #include <remat/graph/concepts.hpp>
 #include <remat/graph/costs.hpp>

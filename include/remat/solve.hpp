@@ -22,6 +22,8 @@
 /// largest re-run segment; `solution::objective`), not the simulated peak;
 /// their plans are measured like any other.
 
+#include <remat/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -12,6 +12,8 @@
 /// Only this file knows what "no limit" is: `time_budget::unlimited()`. A
 /// limit of zero or less is a budget already spent, never "no limit".
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

@@ -3,6 +3,8 @@
 /// \file
 /// Byte sizes for people: "1.50 MiB" out, "3GiB" / "1.5 GB" / "4096" in.
 
+#include <remat/config.hpp>
+
 #include <cctype>
 #include <cmath>
 #include <cstdint>

@@ -6,6 +6,8 @@
 /// (nas.hpp), generators for scale (generators.hpp) and the device profiles of
 /// their time estimates (device.hpp). See docs/zoo.md.
 
+#include <remat/config.hpp>
+
 #include <remat/zoo/device.hpp>
 #include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>

@@ -3,6 +3,8 @@
 /// \file
 /// Lower bounds that hold for every schedule of a graph.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>

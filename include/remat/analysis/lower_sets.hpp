@@ -19,6 +19,8 @@
 /// multiplying: count = 1 + Σ_t (count(piece t) − 1). Enumeration per piece
 /// costs O(Σ_t count(piece t) · deg).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

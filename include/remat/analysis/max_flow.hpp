@@ -12,6 +12,8 @@
 /// O(V²·E) in general, O(E·√V) on unit-capacity networks; the searches are
 /// iterative, so a 10⁶-node chain does not touch the call stack.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +21,6 @@
 #include <span>
 #include <vector>
 
-#include <remat/config.hpp>
 #include <remat/error.hpp>
 
 namespace remat {

@@ -19,6 +19,8 @@
 /// it on reorder_graph(g, order), whose ids follow that order, and map the
 /// plan back (solvers/orders.hpp does this).
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,7 +32,6 @@
 #include <vector>
 
 #include <remat/analysis/lower_sets.hpp>
-#include <remat/config.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/schedule.hpp>
 

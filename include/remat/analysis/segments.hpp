@@ -13,6 +13,8 @@
 /// seed's plans are defined by it; every plan is then measured by the
 /// simulator like any other.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>

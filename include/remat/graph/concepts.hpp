@@ -22,6 +22,8 @@
 /// Costs are kept apart from topology (an exterior property, as in Boost.Graph):
 /// see costs.hpp.
 
+#include <remat/config.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <iterator>

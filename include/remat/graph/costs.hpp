@@ -20,6 +20,8 @@
 /// A node whose op is "input" is a graph input: resident for the whole step,
 /// never computed, freed or differentiated.
 
+#include <remat/config.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

@@ -13,6 +13,8 @@
 /// Node ids are topologically numbered (operands before consumers); where the
 /// input order already was topological it is kept.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <concepts>

@@ -5,6 +5,8 @@
 /// remat::dag (graph/concepts.hpp) and any remat::cost_model — the adapter's
 /// entry point (docs/adapting-your-graph.md).
 
+#include <remat/config.hpp>
+
 #include <cmath>
 #include <concepts>
 #include <cstddef>

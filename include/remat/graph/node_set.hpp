@@ -5,6 +5,8 @@
 /// node), with word-parallel set algebra and hashing. Lower sets, kept sets
 /// and stage masks all use it.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>

@@ -4,6 +4,8 @@
 /// Graphviz DOT output of a graph, and of a plan: kept, recomputed and dropped
 /// tensors are drawn differently, so `dot -Tsvg` shows what a plan does.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <string>
 

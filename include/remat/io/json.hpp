@@ -9,6 +9,8 @@
 /// deterministic, one node per line; writing what was read from a file remat
 /// wrote gives back the same bytes.
 
+#include <remat/config.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

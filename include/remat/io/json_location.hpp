@@ -4,6 +4,8 @@
 /// Finds where in a JSON text a given path lies, for error messages that name
 /// a line. Used only after an error is found, so reading stays one fast pass.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <iterator>
 #include <string>

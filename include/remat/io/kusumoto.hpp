@@ -13,6 +13,8 @@
 /// time: by default a function costs 10 when its type starts with "Conv" and
 /// 1 otherwise (the seed scheduler's rule), backward twice that.
 
+#include <remat/config.hpp>
+
 #include <cctype>
 #include <charconv>
 #include <cstddef>

@@ -4,6 +4,8 @@
 /// Loading a graph file whatever its format: remat JSON (starts with '{') or
 /// Kusumoto et al.'s text IR (starts with a number).
 
+#include <remat/config.hpp>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>

@@ -5,6 +5,8 @@
 /// the simulator's figures; a plan is read from explicit steps, from a list of
 /// kept tensors, or from stages (lists of node names), all by node name.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -5,6 +5,8 @@
 /// schedule (plan/schedule.hpp, the one plan form), the decision it was built
 /// from and the execution order it runs in.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -25,6 +25,8 @@
 /// - a recomputed value is freed right after its last use (an operand of a
 ///   later recompute, or read by a backward).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +35,6 @@
 #include <string_view>
 #include <vector>
 
-#include <remat/config.hpp>
 #include <remat/error.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/graph/node_set.hpp>

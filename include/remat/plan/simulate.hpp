@@ -19,6 +19,8 @@
 /// The memory of a step is everything alive while it runs; the peak is the
 /// largest over all steps.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

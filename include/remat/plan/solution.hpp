@@ -4,6 +4,8 @@
 /// What every solver returns: a status, the plan, the figures the method itself
 /// claims, the simulator's figures for the same plan, bounds and statistics.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -14,6 +14,8 @@
 /// bytes to every step of every plan and so changes no plan; it only moves
 /// every figure, and decides whether a budget can be met.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

@@ -22,6 +22,8 @@
 ///   buffer; the ledger is recorded once per step when everything the step
 ///   holds is allocated (for a free step, after the free).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
@@ -30,7 +32,6 @@
 #include <optional>
 #include <vector>
 
-#include <remat/config.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/schedule.hpp>
 #include <remat/runtime/layout.hpp>

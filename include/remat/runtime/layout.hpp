@@ -17,6 +17,8 @@
 /// - memory_ledger: the accounting a runtime keeps while it runs: live bytes by
 ///   the simulator's categories at every step, and the peak.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include <remat/config.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/schedule.hpp>
 #include <remat/plan/simulate.hpp>

@@ -6,6 +6,8 @@
 /// O(n² · (n + m)); its lists of principal sets stop past 2²⁷ ids or the time
 /// budget.
 
+#include <remat/config.hpp>
+
 #include <remat/graph/graph.hpp>
 #include <remat/plan/solution.hpp>
 #include <remat/solvers/dp.hpp>

@@ -7,6 +7,8 @@
 /// `sqrt` (solve_none, solve_every_k, solve_sqrt), each `feasible` or
 /// `infeasible` by the budget, with the per-op floor as the bound.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

@@ -5,6 +5,8 @@
 /// (the prefix family of the lower-set programme, dp.hpp). Optimal over them,
 /// which on a linear graph is every plan. O(n · |stage| · (|stage| + deg)).
 
+#include <remat/config.hpp>
+
 #include <remat/graph/graph.hpp>
 #include <remat/plan/solution.hpp>
 #include <remat/solvers/dp.hpp>

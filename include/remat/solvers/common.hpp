@@ -7,6 +7,8 @@
 /// it too), and a solution made from a plan by the simulator
 /// (`solution_of_plan`).
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <limits>
 #include <optional>

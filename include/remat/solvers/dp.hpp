@@ -40,6 +40,8 @@
 /// * `principal`: Kusumoto's approximate family {∅} ∪ {↓v} ∪ {V}, all
 ///   comparable pairs. O(n² · (n + m)).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>

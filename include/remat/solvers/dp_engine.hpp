@@ -8,6 +8,8 @@
 /// solve_dp (dp.hpp) and the Pareto frontier (pareto.hpp); a caller enumerates
 /// once and may run several label phases over the same stages.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>

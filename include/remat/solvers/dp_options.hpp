@@ -3,6 +3,8 @@
 /// \file
 /// The lower-set programme's options and frontier points (dp.hpp).
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <limits>
 #include <vector>

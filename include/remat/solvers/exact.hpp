@@ -23,6 +23,8 @@
 /// Its `optimal` covers stage plans only: kept-set plans (kept_search.hpp) are
 /// another family and can peak lower.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

@@ -13,6 +13,8 @@
 /// time limit ends it. Each try builds and simulates a schedule: O(n log n + m)
 /// a try, O(n · (n log n + m)) a pass. No optimality is claimed.
 
+#include <remat/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <limits>

@@ -26,6 +26,8 @@
 /// edges is O(w² · e) in the worst case, near linear on these networks — plus
 /// one schedule build and simulation per k.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

@@ -44,6 +44,8 @@
 /// may miss the best pair by up to 1% of m; `division_stats::grid_terms`
 /// says so.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

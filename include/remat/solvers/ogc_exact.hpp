@@ -28,6 +28,8 @@
 /// cells leave 6–7 nodes open), where `max_labels` and the time limit stop
 /// the search with the best kept set found and a lower bound.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

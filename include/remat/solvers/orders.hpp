@@ -6,6 +6,8 @@
 /// renumbered in an order with its plan mapped back, and two solutions (one
 /// per order) taken as one. Used by solve, exact, kept-search and pareto.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>

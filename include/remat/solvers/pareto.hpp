@@ -9,6 +9,8 @@
 /// frontier over stage plans run in the graph's order or in the
 /// consumers-first order (analysis/orders.hpp): both frontiers, merged.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

@@ -5,6 +5,8 @@
 /// schedule_from_stages runs it, in O(1) for long stages over series graphs
 /// (stage_evaluator).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -9,6 +9,8 @@
 /// (`prefix`) or the principal lower sets (`principal`). dp_engine.hpp runs
 /// the labels over this graph.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -31,6 +31,8 @@
 /// at the cap; per subgraph the exact programme over its lower sets (its
 /// stages are pairs of them: up to their number squared).
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>

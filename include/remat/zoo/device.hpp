@@ -8,6 +8,8 @@
 /// profiles", gives each number's source). The figures are vendor peaks: they
 /// rank ops and plans, they do not predict wall-clock time.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -8,6 +8,8 @@
 /// each node carries the same attributes, bytes and roofline times as the
 /// zoo's models (network_builder.hpp).
 
+#include <remat/config.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

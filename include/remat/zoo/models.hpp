@@ -11,6 +11,8 @@
 /// models are DARTS-code-base `NetworkCIFAR`s (nas.hpp). Node names are the
 /// PyTorch module paths; docs/zoo.md lists what was built and how it was checked.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>

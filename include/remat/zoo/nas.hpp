@@ -14,6 +14,8 @@
 /// skip connections add no node, and drop-path (a training-time regularizer
 /// that keeps shapes) is left out.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

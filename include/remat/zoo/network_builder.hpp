@@ -19,6 +19,8 @@
 /// for conv2d, linear and matmul (gradients of the input and of the weights),
 /// equal to forward otherwise. Workspace is 0.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -3,6 +3,8 @@
 /// \file
 /// The geometry of a batch norm, as both runtimes' kernels take it.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 
 namespace remat::ops {

@@ -4,6 +4,8 @@
 /// Dropout's mask: its key and the decision for each element, one function
 /// that the CPU and CUDA kernels both call, so their masks are identical.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 
 #include "random.hpp"

@@ -5,6 +5,8 @@
 /// element size: the core's buffer lifetimes (runtime/layout.hpp) with the bytes of
 /// the parsed ops.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <span>
 #include <vector>

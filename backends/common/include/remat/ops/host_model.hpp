@@ -8,6 +8,8 @@
 /// in place (cpu::model); the CUDA runtime uploads it, so both start from the
 /// same bits for one graph and seed.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <span>
 #include <string_view>

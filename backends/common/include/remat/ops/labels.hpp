@@ -4,6 +4,8 @@
 /// The check both runtimes make before a training step: every class label a
 /// loss reads is one of its classes (the kernels assume it).
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <span>

@@ -5,6 +5,8 @@
 /// is (its output shape, parameter layout and kernel geometry), and the one
 /// parser that checks every node against the op reference (docs/zoo.md).
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -8,6 +8,8 @@
 /// kernels (compiled with --expt-relaxed-constexpr) run the very same
 /// arithmetic as the CPU kernels and pick the same argmax.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>

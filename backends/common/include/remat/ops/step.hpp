@@ -4,6 +4,8 @@
 /// One training step's options and report, as both runtimes' executors take
 /// and return them.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <utility>

@@ -21,6 +21,8 @@
 ///   plus the arena buffers it holds) equal the simulator's timeline for f32
 ///   graphs run in float.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <span>

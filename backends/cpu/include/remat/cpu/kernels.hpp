@@ -23,6 +23,8 @@
 /// (convolutions through im2col / col2im over a caller-provided scratch
 /// span of conv2d_scratch(g) elements).
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>

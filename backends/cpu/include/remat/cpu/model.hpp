@@ -6,6 +6,8 @@
 /// reads and updates the parameters, running statistics and inputs where the
 /// host model keeps them.
 
+#include <remat/config.hpp>
+
 #include <remat/ops/host_model.hpp>
 
 namespace remat::cpu {

@@ -4,6 +4,8 @@
 /// Device discovery for the CUDA backend. Host-only C++: include it from any
 /// translation unit, link remat_cuda.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -22,6 +22,8 @@
 ///
 /// Host-only C++: no CUDA header is included.
 
+#include <remat/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>

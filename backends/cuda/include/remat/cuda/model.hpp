@@ -14,6 +14,8 @@
 /// Host-only C++: no CUDA header is included, so g++-compiled code can use it.
 /// Link remat_cuda.
 
+#include <remat/config.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -8,6 +8,8 @@
 /// scratch its kernels need, sized as the largest any step takes. Nothing is
 /// allocated while a step runs. Host-only C++.
 
+#include <remat/config.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
