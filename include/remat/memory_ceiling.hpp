@@ -15,6 +15,8 @@
 /// allocate what one millisecond of its work allocates; past the ceiling it
 /// also builds and simulates its plan (linear in the graph).
 
+#include <remat/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>

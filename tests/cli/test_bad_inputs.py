@@ -75,6 +75,7 @@ with tempfile.TemporaryDirectory() as tmp:
                                      {"name": "b", "op": "relu", "inputs": ["a"], "bytes": 100, "time": 1.7e308}])],
          "dbl.json"),
         ("a directory as the graph file", ["info", tmp], "is a directory"),
+        ("a device as the graph file", ["info", "/dev/zero"], "'/dev/zero' is a device"),
         ("a missing graph file", ["info", str(Path(tmp) / "missing.json")], "missing.json"),
     ]
     # The overflowing number needs its text as written.

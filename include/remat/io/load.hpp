@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -20,21 +19,34 @@
 #include <remat/graph/graph.hpp>
 #include <remat/io/json.hpp>
 #include <remat/io/kusumoto.hpp>
+#include <remat/units.hpp>
 
 namespace remat::io {
 
 /// The whole file as text. \throws remat::error when it cannot be read.
+/// The largest graph or plan file remat reads (a 10⁵-node graph is ~40 MB).
+inline constexpr std::size_t max_text_bytes = std::size_t{4} << 30;
+
 inline std::string read_text_file(const std::filesystem::path& path) {
   // A directory opens as a stream that reads nothing, which would be reported
   // as an empty file.
+  // A device such as /dev/zero never ends; pipes and files do, but a pipe
+  // can still run on, so at most max_text_bytes are read.
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) throw error("'" + path.string() + "' is a directory");
+  if (std::filesystem::is_character_file(path, ignored) || std::filesystem::is_block_file(path, ignored))
+    throw error("'" + path.string() + "' is a device, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot open '" + path.string() + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    if (text.size() + static_cast<std::size_t>(in.gcount()) > max_text_bytes)
+      throw error("'" + path.string() + "' is larger than " + format_bytes(max_text_bytes) + ", more than remat reads");
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) throw error("cannot read '" + path.string() + "'");
-  return text.str();
+  return text;
 }
 
 enum class graph_format { json, kusumoto };
