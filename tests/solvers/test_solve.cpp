@@ -408,6 +408,32 @@ TEST_CASE("max_memory: past the ceiling every search ends with its best plan and
   }
 }
 
+TEST_CASE("a graph of inputs alone: the empty plan holds the resident bytes, and a budget below them is infeasible") {
+  // The stage programmes claimed a peak of 0 and met any budget (found by
+  // tests/fuzz/fuzz_solve.cpp).
+  graph_builder b;
+  b.add({.name = "x", .op = "input", .bytes = 60});
+  b.add({.name = "y", .op = "input", .bytes = 40});
+  const graph g = std::move(b).build();
+  for (method m : all_methods)
+    for (objective goal : {objective::memory, objective::time}) {
+      CAPTURE(to_string(m));
+      CAPTURE(goal == objective::time);
+      solve_options o;
+      o.method = m;
+      o.goal = goal;
+      o.budget = 100;
+      const solution fits = solve(g, o);
+      CHECK(fits.status != solve_status::infeasible);
+      CHECK(fits.claimed_peak == 100);
+      CHECK(fits.figures.peak_bytes == 100);
+      o.budget = 99;
+      const solution below = solve(g, o);
+      CHECK(below.status == solve_status::infeasible);
+      CHECK((below.smallest_feasible_budget == 0 || below.smallest_feasible_budget == 100));
+    }
+}
+
 }  // TEST_SUITE
 
 TEST_CASE("each method counts in its own words and says why its plan is not proven") {

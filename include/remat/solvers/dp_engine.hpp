@@ -67,8 +67,11 @@ class dp_engine : public stage_graph {
   /// part that depends on the chain only: max(p₁, k₁ + the part of the rest),
   /// rising with the rest's part, so the least part of each state composes
   /// from the least parts of its successors (stage costs do not depend on what
-  /// was kept, only on how much).
-  std::uint64_t least_peak(std::uint32_t final) const { return least_rests(final, unreachable)[0]; }
+  /// was kept, only on how much). The empty chain (a graph of inputs alone)
+  /// peaks at the resident bytes.
+  std::uint64_t least_peak(std::uint32_t final) const {
+    return std::max(resident_, least_rests(final, unreachable)[0]);
+  }
 
   /// Per state, the least r over chains of stages within `budget` from it to
   /// `final` (unreachable if none): such a chain run from a state holding K
@@ -102,7 +105,7 @@ class dp_engine : public stage_graph {
 
   /// The figures of a chain of states (the stages between them).
   std::pair<std::uint64_t, double> chain_figures(const std::vector<std::uint32_t>& chain) const {
-    std::uint64_t kept = 0, peak = 0;
+    std::uint64_t kept = 0, peak = resident_;  // what an empty chain holds
     double recompute = 0;
     std::size_t k = 0;
     for (const transition& t : transitions_) {
@@ -189,7 +192,7 @@ class dp_engine : public stage_graph {
     fronts_.assign(count, {});
     pending_.assign(two_dimensional ? 0 : count, {});
     pending_total_ = 0;
-    push_label(0, {0, 0, 0, 0, npos});
+    push_label(0, {0, resident_, 0, 0, npos});  // the start holds the resident bytes
     for (const transition& t : transitions_) {
       if (!two_dimensional && !pending_[t.from].empty()) settle(t.from);
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;

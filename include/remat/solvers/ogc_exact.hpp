@@ -145,6 +145,13 @@ class segment_sweep {
       std::vector<segment_state> next;
       std::unordered_map<std::vector<std::uint32_t>, std::size_t, key_hash> index;
       for (segment_state& s : states) {
+        // insert() checks the time every 1024 labels, which many states of
+        // few labels each take seconds to reach.
+        if (options_.time.expired()) {
+          stats.time_limit_reached = true;
+          stopped_bound_ = bound_over(states);
+          return std::nullopt;
+        }
         for (bool keep : {true, false}) {
           if (!keep && is_segment_endpoint(g_, v)) continue;
           const segment_transition t = transition(s, v, keep);

@@ -77,7 +77,9 @@ class stage_graph {
   bool enumerate(dp_family family, std::uint64_t bound) {
     bound_ = bound;
     const std::uint32_t start = intern(0, node_set(piece_size(0)));
-    min_kept_[start] = 0;
+    // Every step holds the resident bytes: a bound below them admits no plan,
+    // not even the empty one of a graph of inputs alone.
+    min_kept_[start] = resident_ <= bound ? 0 : unreachable;
     std::vector<std::vector<node_id>> principal;
     if (family == dp_family::principal && (principal = principal_sets()).empty()) return false;
     for (std::size_t size = 0; size < total_computed_; ++size) {
