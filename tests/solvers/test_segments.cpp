@@ -51,8 +51,11 @@ graph comb(std::size_t length, std::uint64_t seed) {
     s.reads = backward_reads::both;
     b.add(std::move(s));
   }
-  for (std::size_t i = 1; i <= length; ++i)
-    b.add({.op = "op", .inputs = {i}, .bytes = next(), .time = 1, .reads = backward_reads::inputs});
+  for (std::size_t i = 1; i <= length; ++i) {
+    node_spec s{.op = "op", .inputs = {i}, .bytes = next(), .time = 1};
+    s.reads = backward_reads::inputs;
+    b.add(std::move(s));
+  }
   return std::move(b).build();
 }
 
