@@ -8,7 +8,7 @@
 /// deadline: with the best plan it has and the reason (`reached()`).
 ///
 /// Resident memory is read from /proc/self/statm (Linux) at most once a
-/// millisecond, about 5 µs a read. It counts what the process holds, heap
+/// millisecond (cost: docs/algorithms.md). It counts what the process holds, heap
 /// and all. Setting a ceiling first hands the allocator's free memory back to
 /// the system (glibc's malloc_trim), so what the search allocates shows as
 /// growth rather than filling memory freed before it. Between two reads a search can

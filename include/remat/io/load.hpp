@@ -24,7 +24,7 @@
 namespace remat::io {
 
 /// The whole file as text. \throws remat::error when it cannot be read.
-/// The largest graph or plan file remat reads (a 10⁵-node graph is ~40 MB).
+/// The largest graph or plan file remat reads, far above any real graph's.
 inline constexpr std::size_t max_text_bytes = std::size_t{4} << 30;
 
 inline std::string read_text_file(const std::filesystem::path& path) {
