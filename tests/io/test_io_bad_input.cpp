@@ -287,6 +287,50 @@ TEST_CASE("bad input: an IR round trip keeps what a backward reads on a node wit
     }
 }
 
+TEST_CASE("bad input: an IR attribute line ending in carriage returns reads back as it was written") {
+  // Fuzz finding (tests/fuzz/corpus/fuzz_kusumoto/kusumoto-attrs-carriage-returns.txt): the
+  // reader kept all but one '\r' of the line, so the written file read back other attributes.
+  const std::string text = "2 2\n0 4 _\n1 4 y\n"
+                           "forward\n1 1\n0 _\n1\nReLU\n{\"a\": 1}  \r\r\r\t\r\n"
+                           "backward\n2 1\n1 gradient\n1 output\n0\nReLU\n{}\r\r\n";
+  const graph g = io::read_kusumoto(text);
+  REQUIRE(g.attrs(1).contains("ir_attrs"));
+  CHECK(std::get<std::string>(g.attrs(1).at("ir_attrs")) == "{\"a\": 1}");
+  const graph back = io::read_kusumoto(io::write_kusumoto(g));
+  CHECK(back.attrs(1) == g.attrs(1));
+  CHECK(io::write_kusumoto(back) == io::write_kusumoto(g));
+}
+
+TEST_CASE("bad input: the IR writer refuses, naming the node, what the IR would read back otherwise") {
+  auto refusal = [](const std::string& op, std::uint64_t input_params, const std::string* attrs) {
+    graph_builder b("g");
+    b.add(node("x", "input", {}, 4));
+    b[0].params = input_params;
+    b.add(node("y", op, {0}, 4));
+    if (attrs) b[1].attrs.emplace("ir_attrs", *attrs);
+    const graph g = std::move(b).build();
+    try {
+      (void)io::write_kusumoto(g);
+    } catch (const invalid_graph& e) {
+      return std::string(e.what()) + " | " + e.node();
+    }
+    return std::string("written");
+  };
+  CHECK(refusal("relu", 0, nullptr) == "written");
+  const std::string fine = "{\"k\": \"a b\"}";
+  CHECK(refusal("relu", 0, &fine) == "written");
+  CHECK(refusal("re lu", 0, nullptr) == "cannot write node 'y' in the Kusumoto IR: its op is not one token | y");
+  CHECK(refusal("", 0, nullptr) == "cannot write node 'y' in the Kusumoto IR: its op is not one token | y");
+  CHECK(refusal("relu", 8, nullptr) ==
+        "cannot write node 'x' in the Kusumoto IR: it is an input with parameter bytes | x");
+  for (const std::string attrs : {"{\"a\":\n1}", "", " {}", "{}\r", "{\"a\": \"\xff\"}"}) {
+    CAPTURE(attrs);
+    CHECK(refusal("relu", 0, &attrs) ==
+          "cannot write node 'y' in the Kusumoto IR: its ir_attrs is not one UTF-8 line without white space at "
+          "either end | y");
+  }
+}
+
 TEST_CASE("bad input: a directory, a missing file and an unreadable one are named for what they are") {
   temp_dir dir;
   const fs::path folder = dir.path() / "graph.json";

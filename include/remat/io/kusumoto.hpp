@@ -15,6 +15,7 @@
 
 #include <remat/config.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <remat/error.hpp>
@@ -116,13 +118,15 @@ class token_reader {
     return value;
   }
 
-  /// The rest of the current line if it has text, else the next non-blank line.
+  /// The rest of the current line if it has text, else the next non-blank line, without
+  /// its trailing white space: the writer ends the line with "\n" alone, so a reader that kept
+  /// a '\r' or a blank would read back another line than it wrote.
   std::string_view rest_of_line(const char* what) {
     if (at_end()) fail(std::string("truncated file: expected ") + what + truncation_note_);
     std::size_t end = text_.find('\n', pos_);
     if (end == std::string_view::npos) end = text_.size();
     std::string_view out = text_.substr(pos_, end - pos_);
-    if (out.back() == '\r') out.remove_suffix(1);
+    while (std::isspace(static_cast<unsigned char>(out.back()))) out.remove_suffix(1);
     pos_ = end;
     return out;
   }
@@ -335,8 +339,30 @@ inline graph read_kusumoto(std::string_view text, const std::string& source = "<
 /// node's name when that is a plain token, else "_"), then a parameter
 /// variable "/<name>/W" for each node with parameter bytes; a forward and a
 /// backward block per non-input node, in id order. Times and workspaces are
-/// not part of the format and are lost.
+/// not part of the format and are lost. Throws `invalid_graph` naming the node
+/// for what the format cannot hold and would read back as something else: an op
+/// that is not one token, an "ir_attrs" string that is not one trimmed line, or
+/// parameter bytes on an input (the IR attaches parameters to functions only).
 inline std::string write_kusumoto(const graph& g) {
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    auto refuse = [&](const std::string& why) {
+      throw invalid_graph("cannot write node '" + g.node_name(v) + "' in the Kusumoto IR: " + why, g.node_name(v));
+    };
+    if (g.is_input(v)) {
+      if (g.params(v) > 0) refuse("it is an input with parameter bytes");
+      continue;
+    }
+    const std::string function = detail::function_of_op(g.op(v));
+    const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    if (function.empty() || std::ranges::any_of(function, space) || !detail::is_utf8(function))
+      refuse("its op is not one token");
+    if (auto it = g.attrs(v).find("ir_attrs"); it != g.attrs(v).end() && std::holds_alternative<std::string>(it->second)) {
+      const std::string& attrs = std::get<std::string>(it->second);
+      if (attrs.empty() || space(attrs.front()) || space(attrs.back()) || attrs.find('\n') != std::string::npos ||
+          !detail::is_utf8(attrs))
+        refuse("its ir_attrs is not one UTF-8 line without white space at either end");
+    }
+  }
   std::vector<std::size_t> param_var(g.size(), 0);
   std::size_t variables = g.size();
   for (std::size_t v = 0; v < g.size(); ++v)
