@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 
 #include <remat/memory_ceiling.hpp>
 
@@ -66,6 +67,11 @@ class time_budget {
     return b;
   }
   memory_ceiling* memory() const noexcept { return memory_; }
+  /// What ended this budget, for messages: "the memory ceiling" once it was
+  /// passed, else "the time limit".
+  std::string_view spent_on() const noexcept {
+    return memory_ != nullptr && memory_->reached() ? "the memory ceiling" : "the time limit";
+  }
 
   /// What is left (zero once spent; clock::duration::max() when unlimited).
   clock::duration left() const noexcept {

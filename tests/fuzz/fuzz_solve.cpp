@@ -8,8 +8,8 @@
 // - the peak is at least the per-op floor and the solution's own lower bound,
 //   a plan within the budget recomputes at least the recompute bound, the
 //   objective is at least its bound;
-// - optimal and feasible plans meet the budget, an infeasible plan (the
-//   baselines, ogc and mincut return theirs) does not; stopped solutions hold
+// - optimal and feasible plans meet the budget, an infeasible plan (every
+//   method but the stage programmes returns one) does not; stopped solutions hold
 //   no plan; infeasible names a smallest feasible budget above the budget (or
 //   none);
 // - without a budget the status is never infeasible.
@@ -174,7 +174,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
               s.smallest_feasible_budget > o.budget,
           "infeasible, yet the smallest feasible budget is within the budget");
   require(s.status != remat::solve_status::stopped || s.best.steps.empty(), "a stopped solution holds a plan");
-  // The baselines, ogc and mincut keep the plan that missed the budget.
+  // Only the stage programmes drop the plan that missed the budget.
   if (!meets_budget && s.best.steps.empty()) return 0;
   remat::simulation sim;
   try {

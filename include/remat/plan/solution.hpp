@@ -98,7 +98,10 @@ inline constexpr std::string_view to_string(unproven_reason r) noexcept {
 
 struct solution {
   solve_status status = solve_status::infeasible;
-  plan best;                          ///< empty when infeasible
+  /// The plan. When infeasible: empty for the stage programmes (exact, dp,
+  /// chain, approx); the other methods keep the plan they found, and its
+  /// figures say by how much it misses the budget.
+  plan best;
   simulation figures;                 ///< the simulator's figures for `best`
   std::uint64_t claimed_peak = 0;     ///< the method's own peak (equals figures.peak_bytes)
   double claimed_recompute = 0;       ///< the method's own recompute time

@@ -145,7 +145,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
                     format_bytes(least.result.claimed_peak) + " (" + std::to_string(least.result.claimed_peak) +
                     " bytes)";
     } else if (!out.complete) {
-      sol.message = "stopped by a cap or the time limit before any complete plan was found";
+      sol.message = "stopped by " + out.stats.stopped_by(options.time) + " before any complete plan was found";
     } else {
       sol.message = none + " peaks within the budget";
     }
@@ -174,7 +174,9 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     sol.claimed_recompute = recompute;
     sol.best = plan::from_stages(g, engine.stages_of_chain(chain), method_name);
     if (engine.labels_capped()) {
-      const std::string why = engine.stats().time_limit_reached ? "time limit reached" : "label cap reached";
+      const std::string why =
+          (engine.stats().time_limit_reached ? std::string(options.time.spent_on()) : std::string("the label cap")) +
+          " reached";
       if (options.goal == objective::time)
         sol.message = why + ": a plan within the budget, recompute not minimised";
       else if (out.complete)
@@ -194,7 +196,8 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   sol.figures = simulate(g, sol.best.steps);
   sol.status = out.complete ? solve_status::optimal : solve_status::feasible;
   if (!out.complete && sol.message.empty())
-    sol.message = "stopped by a cap or the time limit: the best plan over the stages found, not proven";
+    sol.message = "stopped by " + engine.stats().stopped_by(options.time) +
+                  ": the best plan over the stages found, not proven";
   if (engine.labels_capped() && options.goal == objective::time) sol.status = solve_status::feasible;
   if (options.keep_frontier) {
     std::vector<detail::dp_label> sorted = front;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <remat/graph/graph.hpp>
@@ -26,6 +27,11 @@ struct dp_stats {
   double seconds = 0;
   bool cap_reached = false;
   bool time_limit_reached = false;
+
+  /// What stopped an incomplete search, for messages (`time`: the budget it ran on).
+  std::string stopped_by(const time_budget& time) const {
+    return time_limit_reached ? std::string(time.spent_on()) : std::string("a cap on states, stages or labels");
+  }
 
   /// As a solution reports them.
   solve_stats named() const {

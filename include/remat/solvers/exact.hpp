@@ -279,6 +279,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   count.constraints = &order;
   count.time = time;
   const lower_set_count lower_sets = count_lower_sets(g, count);
+  std::string exact_stopped_by;  // what stopped the exact programme, when it ran and stopped
   if (defer) defer->over_cap = lower_sets.status != enumeration_status::complete;
   if (lower_sets.status == enumeration_status::complete) {
     // The exact programme gets three quarters of the time; the fallbacks
@@ -292,6 +293,8 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     s = solve_dp(g, exact_part);
     s.stats.set("lower sets", lower_sets.count);
     const bool stopped = s.stats.cap_reached || s.stats.time_limit_reached;
+    exact_stopped_by = s.stats.time_limit_reached ? std::string(exact_part.time.spent_on())
+                                                  : std::string("its cap on states or stages");
     if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) return done();
   }
   // Too many lower sets (or stopped): the best of the restricted families
@@ -329,7 +332,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   }
   const std::string why_not_exact =
       lower_sets.status == enumeration_status::complete
-          ? std::string("the exact search stopped at its cap or time limit")
+          ? "the exact search stopped at " + exact_stopped_by
           : "the graph has more than " + std::to_string(options.max_lower_sets) + " lower sets";
   if (s.best.steps.empty() || s.status == solve_status::infeasible) {
     const solve_stats searched = s.stats;

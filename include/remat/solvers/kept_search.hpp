@@ -154,7 +154,7 @@ inline solution solve_kept_search(const graph& g, const kept_search_options& opt
   s.message = "a kept-set plan from a local search (" + std::to_string(best->toggles) + " toggles in " +
               std::to_string(best->passes) + " passes) started at the kept set " +
               (found.status == solve_status::optimal ? "optimal" : "best found") +
-              " for Feng & Huang's objective" + (stopped ? ", stopped by the time limit" : "") +
+              " for Feng & Huang's objective" + (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "") +
               "; not proven: the lower bound is the per-op floor";
   return s;
 }

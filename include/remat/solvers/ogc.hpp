@@ -561,9 +561,10 @@ inline solution solve_ogc(const graph& g, const ogc_options& options = {}) {
   s.message = "Feng & Huang's objective " + detail::segment_figure(division.cost) +
               ", optimal only among plans that follow their division tree";
   if (division.division.time_limit_reached)
-    s.message += division.division.division_incomplete
-                     ? " (time limit reached while dividing the graph: the plan follows an incomplete division)"
-                     : " (time limit reached: the best of the candidate maxima tried, spread evenly over their range)";
+    s.message += " (" + std::string(options.time.spent_on()) + " reached" +
+                 (division.division.division_incomplete
+                      ? " while dividing the graph: the plan follows an incomplete division)"
+                      : ": the best of the candidate maxima tried, spread evenly over their range)");
   return s;
 }
 

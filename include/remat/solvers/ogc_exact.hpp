@@ -555,7 +555,8 @@ inline solution solve_ogc_exact(const graph& g, const ogc_exact_options& options
   } else {
     s.message = "Feng & Huang's objective " + figure + "; no kept set scores below " +
                 std::to_string(found.lower_bound) + " bytes (" +
-                (found.stats.time_limit_reached ? "time limit" : "label cap") + " reached)";
+                (found.stats.time_limit_reached ? std::string(options.time.spent_on()) : std::string("the label cap")) +
+                " reached)";
   }
   return s;
 }
