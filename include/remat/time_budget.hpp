@@ -61,11 +61,7 @@ class time_budget {
 
   /// This budget, ending also when `ceiling` is passed; `ceiling` must
   /// outlive the budget and every share of it.
-  time_budget with_memory(memory_ceiling& ceiling) const noexcept {
-    time_budget b = *this;
-    b.memory_ = &ceiling;
-    return b;
-  }
+  time_budget with_memory(memory_ceiling& ceiling) const noexcept { return with(&ceiling); }
   memory_ceiling* memory() const noexcept { return memory_; }
   /// What ended this budget, for messages: "the memory ceiling" once it was
   /// passed, else "the time limit".

@@ -362,25 +362,24 @@ TEST_CASE("bad input: a plan written for another graph is refused, naming both g
   CHECK(contains(e, "'diamond'"));
   CHECK(contains(e, "'other'"));
 
-  // Same name and node names, other sizes: the fingerprint tells them apart.
+  // The diamond with the loss's bytes and the first convolution's time given.
   using enum backward_reads;
-  const graph resized = test::build("diamond", {{"x", "input", {}, 10},
-                                                {"a", "conv2d", {"x"}, 100, inputs, 16, 1},
-                                                {"b", "relu", {"a"}, 200, output, 0, 1},
-                                                {"c", "conv2d", {"a"}, 300, inputs, 32, 1},
-                                                {"d", "add", {"b", "c"}, 40, none, 0, 1},
-                                                {"e", "loss", {"d"}, 9, inputs, 0, 1}});
+  auto diamond_with = [](std::uint64_t loss_bytes, double conv_time) {
+    return test::build("diamond", {{"x", "input", {}, 10},
+                                   {"a", "conv2d", {"x"}, 100, inputs, 16, conv_time},
+                                   {"b", "relu", {"a"}, 200, output, 0, 1},
+                                   {"c", "conv2d", {"a"}, 300, inputs, 32, 1},
+                                   {"d", "add", {"b", "c"}, 40, none, 0, 1},
+                                   {"e", "loss", {"d"}, loss_bytes, inputs, 0, 1}});
+  };
+  // Same name and node names, other sizes: the fingerprint tells them apart.
+  const graph resized = diamond_with(9, 1);
   e = plan_error(resized, file);
   CHECK(contains(e, file.string() + ":"));
   CHECK(contains(e, "fingerprint"));
 
   // Times are not part of it: a re-timed graph takes the same plan.
-  const graph retimed = test::build("diamond", {{"x", "input", {}, 10},
-                                                {"a", "conv2d", {"x"}, 100, inputs, 16, 7},
-                                                {"b", "relu", {"a"}, 200, output, 0, 1},
-                                                {"c", "conv2d", {"a"}, 300, inputs, 32, 1},
-                                                {"d", "add", {"b", "c"}, 40, none, 0, 1},
-                                                {"e", "loss", {"d"}, 8, inputs, 0, 1}});
+  const graph retimed = diamond_with(8, 7);
   CHECK(io::read_plan_json(io::read_text_file(file), retimed, file.string()).steps == p.steps);
 
   // A plan without a fingerprint (older files) is checked by name alone; one

@@ -23,10 +23,10 @@
 
 namespace remat::io {
 
-/// The whole file as text. \throws remat::error when it cannot be read.
 /// The largest graph or plan file remat reads, far above any real graph's.
 inline constexpr std::size_t max_text_bytes = std::size_t{4} << 30;
 
+/// The whole file as text. \throws remat::error when it cannot be read.
 inline std::string read_text_file(const std::filesystem::path& path) {
   // A directory opens as a stream that reads nothing, which would be reported
   // as an empty file.

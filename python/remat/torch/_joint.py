@@ -34,6 +34,8 @@ class JointModel:
     """A joint graph's forward, as remat sees it."""
 
     graph: remat.Graph
+    #: the graph's nodes as given to remat.Graph, by name (inputs carry no "inputs" or "reads")
+    nodes: dict[str, dict[str, Any]]
     #: the joint graph's forward nodes, in order
     forward: list[fx.Node]
     #: remat node name -> the forward fx nodes whose values live in its storage
@@ -246,4 +248,4 @@ def joint_model(joint: fx.GraphModule, num_fwd_outputs: int, cost: CostModel | N
             specs[n]["reads"] = "both" if len(r) == 2 else (next(iter(r)) if r else "none")
 
     graph = remat.Graph(list(specs.values()), name=name)
-    return JointModel(graph, forward, members, resident, must_keep, saved_sym_nodes, buffer_copies)
+    return JointModel(graph, specs, forward, members, resident, must_keep, saved_sym_nodes, buffer_copies)

@@ -73,20 +73,16 @@ def _needed(model: JointModel, kept: set[str]) -> set[str]:
     kept value nothing uses would only be held by the plan, never by the
     programs (the partition saves what the backward uses). Buffer copies are
     read by recomputations only, never by a backward."""
-    graph = model.graph
-    nodes = {name: graph.node(graph.index(name)) for name in graph.names}
     needed: set[str] = set()
-    for name, node in nodes.items():
-        if node["reads"] in ("output", "both"):
+    for name, node in model.nodes.items():
+        reads = node.get("reads", "none")
+        if reads in ("output", "both"):
             needed.add(name)
-        if node["reads"] in ("inputs", "both"):
+        if reads in ("inputs", "both"):
             needed.update(p for p in node["inputs"] if p not in model.buffer_copies)
     stack = [n for n in needed if n not in kept]
     while stack:
-        node = nodes[stack.pop()]
-        if node["op"] == "input":
-            continue
-        for p in node["inputs"]:
+        for p in model.nodes[stack.pop()].get("inputs", ()):
             if p not in needed:
                 needed.add(p)
                 if p not in kept:
@@ -215,11 +211,11 @@ class Partitioner(_PartitionerBase):
         recomputed = [k for k in model.graph.names if any(n.name in recomputed_fx for n in model.members.get(k, []))]
         node_of = {n.name: name for name, nodes in model.members.items() for n in nodes}
         saved_names = [n.name for n in saved if n.name in received]
+        owner = {n: node_of.get(n, "") for n in saved_names}
+        owner = {n: "" if o and model.nodes[o]["op"] == "input" else o for n, o in owner.items()}
         self.reports.append(PartitionReport(
             model.graph, method, sorted(kept, key=model.graph.index), saved_names,
-            sum(model.graph.node(model.graph.index(k))["bytes"] for k in kept), recomputed,
-            {n: ("" if model.graph.node(model.graph.index(node_of[n]))["op"] == "input" else node_of[n])
-             if n in node_of else "" for n in saved_names}, figures, schedule))
+            sum(model.nodes[k]["bytes"] for k in kept), recomputed, owner, figures, schedule))
         self._num_fwd_outputs = num_fwd_outputs
         return fw, bw
 
@@ -258,14 +254,17 @@ def _eager_compiler(partitioner: "Partitioner", forward: bool) -> Callable:
         num_saved = len(report.saved) if report else 0
 
         def run(args: list) -> Any:
-            inputs = {StorageWeakRef(a.untyped_storage()).cdata for a in args if isinstance(a, torch.Tensor)}
+            # What the first run saves is what every run saves: measured once.
+            measure_saved = report is not None and report.measured_saved_bytes is None
+            if measure_saved:
+                inputs = {StorageWeakRef(a.untyped_storage()).cdata for a in args if isinstance(a, torch.Tensor)}
             mode = partitioner.measuring
             if mode is None:
                 out = gm(args)
             else:
                 with mode:
                     out = gm(args)
-            if report is not None:
+            if measure_saved:
                 storages = {}
                 for t in out[first_saved:first_saved + num_saved]:
                     if isinstance(t, torch.Tensor):
