@@ -314,7 +314,7 @@ std::vector<method> methods_in_run_order() {
 // still precedes `ogc`, whose gap refers to it.
 std::vector<method> zoo_run_order() {
   return {method::exact, method::chain, method::mincut, method::sqrt, method::every_k, method::none,
-          method::approx, method::ogc_exact, method::kept_search, method::ogc, method::dp};
+          method::approx, method::ogc_exact, method::kept_search, method::general_search, method::ogc, method::dp};
 }
 
 void register_zoo() {

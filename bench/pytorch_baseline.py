@@ -49,6 +49,7 @@ TORCHVISION = {
     "resnet18": "resnet18", "resnet34": "resnet34", "resnet50": "resnet50", "resnet101": "resnet101",
     "resnet152": "resnet152", "densenet121": "densenet121", "densenet161": "densenet161",
     "densenet169": "densenet169", "densenet201": "densenet201", "inception-v3": "inception_v3",
+    "googlenet": "googlenet",
 }
 NAS_MODELS = ["nasnet-cifar10", "amoebanet-cifar10", "darts-cifar10"]
 AUXILIARY_WEIGHT = 0.4
@@ -56,7 +57,7 @@ AUXILIARY_WEIGHT = 0.4
 
 def torchvision_model(name, classes):
     builder = getattr(torchvision.models, TORCHVISION[name])
-    if name == "inception-v3":
+    if name in ("inception-v3", "googlenet"):
         return builder(weights=None, aux_logits=True, init_weights=True, num_classes=classes)
     return builder(weights=None, num_classes=classes)
 
@@ -167,6 +168,9 @@ def loss_of_torchvision(model, x, labels):
     out = model(x)
     if isinstance(out, torchvision.models.InceptionOutputs):
         return F.cross_entropy(out.logits, labels) + AUXILIARY_WEIGHT * F.cross_entropy(out.aux_logits, labels)
+    if isinstance(out, torchvision.models.GoogLeNetOutputs):  # Szegedy et al. weigh both auxiliary losses 0.3
+        return (F.cross_entropy(out.logits, labels) + 0.3 * F.cross_entropy(out.aux_logits2, labels) +
+                0.3 * F.cross_entropy(out.aux_logits1, labels))
     return F.cross_entropy(out, labels)
 
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +35,11 @@ class report {
   void row(std::string label, std::string text, nlohmann::json value) {
     rows_.emplace_back(std::move(label), std::move(text));
     json_[rows_.back().first] = std::move(value);
+  }
+  /// A row whose label varies (say, with the method) under a fixed JSON key.
+  void row(std::string label, std::string text, nlohmann::json value, const std::string& key) {
+    rows_.emplace_back(std::move(label), std::move(text));
+    json_[key] = std::move(value);
   }
   void hidden(const std::string& key, nlohmann::json value) { json_[key] = std::move(value); }
   void print(bool as_json) const {
@@ -180,6 +186,33 @@ inline std::chrono::milliseconds to_milliseconds(double seconds) {
 }
 
 inline std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+/// Live progress of a search on one line of stderr (solve_options::progress):
+/// elapsed time, best peak so far, bound and gap, shown once a search has run
+/// a second, and only on a terminal.
+class progress_line {
+ public:
+  static bool wanted() { return isatty(STDERR_FILENO) != 0; }
+  void operator()(const search_progress& p) {
+    if (p.seconds < 1.0) return;
+    std::string line = fmt::format("  {:.1f} s, {:.3g} work units", p.seconds, static_cast<double>(p.work));
+    if (p.best_peak > 0) line += ", best peak " + format_bytes(p.best_peak);
+    if (p.lower_bound > 0) line += ", bound " + format_bytes(p.lower_bound);
+    if (p.best_peak > 0 && p.lower_bound > 0)
+      line += ", gap " + percent(static_cast<double>(p.best_peak) / static_cast<double>(p.lower_bound) - 1.0);
+    fmt::print(stderr, "\r{:<{}}", line, shown_);
+    shown_ = std::max(shown_, line.size());
+    std::fflush(stderr);
+  }
+  /// Wipes the line (when one was shown).
+  void clear() {
+    if (shown_ > 0) fmt::print(stderr, "\r{:<{}}\r", "", shown_);
+    shown_ = 0;
+  }
+
+ private:
+  std::size_t shown_ = 0;
+};
 
 inline std::string bytes_with_exact(std::uint64_t bytes) {
   return fmt::format("{} ({} bytes)", format_bytes(bytes), bytes);

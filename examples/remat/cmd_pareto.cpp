@@ -13,6 +13,7 @@ void add_pareto_command(CLI::App& app) {
   struct options {
     std::string file, csv, svg_out, order = "auto";
     double time_limit = 60;
+    double work_limit = static_cast<double>(default_work_limit);
     bool json = false;
   };
   auto opt = std::make_shared<options>();
@@ -21,6 +22,9 @@ void add_pareto_command(CLI::App& app) {
   cmd->add_option("--csv", opt->csv, "write the frontier as CSV");
   cmd->add_option("--svg", opt->svg_out, "draw the frontier as SVG");
   cmd->add_option("--time-limit", opt->time_limit, "seconds")->check(seconds_check(false))->capture_default_str();
+  cmd->add_option("--work-limit", opt->work_limit, "work units (about 1e9 a second; 0: none): the same frontier on any machine")
+      ->check(CLI::Range(0.0, 1.8e19))
+      ->capture_default_str();
   cmd->add_option("--order", opt->order,
                   "execution order of the plans: graph | consumers-first | best (both, frontiers merged) | auto "
                   "(best past 20000 lower sets, else graph)")
@@ -35,7 +39,10 @@ void add_pareto_command(CLI::App& app) {
     const simulation regular = simulate(g, plan_none(g).steps);
     pareto_options po;
     po.max_peak = regular.peak_bytes;  // plans above regular training are never worth having
-    po.time = remat::time_budget::within(to_milliseconds(opt->time_limit));
+    work_meter work;
+    po.time = remat::time_budget::within(to_milliseconds(opt->time_limit))
+                  .with_work(work, opt->work_limit > 0 ? static_cast<std::uint64_t>(opt->work_limit)
+                                                       : time_budget::no_work_limit());
     po.order = *parse_order_choice(opt->order);
     const pareto_result r = pareto_frontier(g, po);
     const double plain = regular.forward_time + regular.backward_time;
@@ -68,8 +75,8 @@ void add_pareto_command(CLI::App& app) {
       fmt::print("{}\n", doc.dump(2));
       return;
     }
-    fmt::print("{}: {} ({}), {} points, {:.3f} s\n", g.name(), to_string(r.status), r.message, r.points.size(),
-               r.stats.seconds);
+    fmt::print("{}: {} ({}), {} points, {:.3f} s, {:.3g} work units\n", g.name(), to_string(r.status), r.message,
+               r.points.size(), r.stats.seconds, static_cast<double>(work.done()));
     fmt::print("{:>14}  {:>12}  {:>9}\n", "peak", "recompute s", "overhead");
     for (const auto& p : r.points)
       fmt::print("{:>14}  {:>12.6g}  {:>8.1f}%{}\n", format_bytes(p.peak), p.recompute, 100.0 * p.recompute / plain,

@@ -13,16 +13,16 @@ namespace remat::cli {
 
 namespace {
 
-// The search's wall time and counts, in the words of the method that counted.
+// The search's wall time, work and counts, in the words of the method that counted.
 std::string search_summary(const solve_stats& stats) {
-  std::string text = fmt::format("{:.3f} s", stats.seconds);
+  std::string text = fmt::format("{:.3f} s, {:.3g} work units", stats.seconds, static_cast<double>(stats.work));
   for (const search_count& c : stats.counts) text += fmt::format(", {} {}", c.value, c.name);
   return text;
 }
 
-// The same as JSON: "seconds" and one snake_case key per count.
+// The same as JSON: "seconds", "work" and one snake_case key per count.
 nlohmann::json search_json(const solve_stats& stats) {
-  nlohmann::json out{{"seconds", stats.seconds}};
+  nlohmann::json out{{"seconds", stats.seconds}, {"work", stats.work}};
   for (const search_count& c : stats.counts) {
     std::string key(c.name);
     std::replace(key.begin(), key.end(), ' ', '_');
@@ -38,9 +38,10 @@ void add_plan_command(CLI::App& app) {
     std::string file, method = "exact", objective = "memory", budget, max_memory, output, dot, order = "auto";
     std::size_t k = 4;
     double time_limit = 60;
+    double work_limit = static_cast<double>(default_work_limit);
     double bound_time = 0.25;
     std::uint64_t max_lower_sets = 20000;
-    bool json = false;
+    bool json = false, quiet = false;
   };
   auto opt = std::make_shared<options>();
   auto* cmd = app.add_subcommand("plan", "Make a checkpointing plan and report what it costs");
@@ -68,6 +69,12 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--time-limit", opt->time_limit, "seconds before a search returns its best plan")
       ->check(seconds_check(false))
       ->capture_default_str();
+  cmd->add_option("--work-limit", opt->work_limit,
+                  "work units before a search returns its best plan (about 1e9 a second; 0: none). Unlike "
+                  "--time-limit it gives the same plan on any machine, busy or not")
+      ->check(CLI::Range(0.0, 1.8e19))
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", opt->quiet, "no live progress on stderr (shown on a terminal after a second)");
   cmd->add_option("--max-memory", opt->max_memory,
                   "memory the search may take, e.g. 2GiB: past it the method returns its best plan and says so");
   cmd->add_option("--max-lower-sets", opt->max_lower_sets, "above this many lower sets, exact falls back")
@@ -92,7 +99,10 @@ void add_plan_command(CLI::App& app) {
     so.order = *parse_order_choice(opt->order);
     so.max_lower_sets = opt->max_lower_sets;
     so.time_limit = to_milliseconds(opt->time_limit);
+    so.work_limit = static_cast<std::uint64_t>(opt->work_limit);
     so.bound_time_limit = to_milliseconds(opt->bound_time);
+    progress_line progress;
+    if (!opt->quiet && progress_line::wanted()) so.progress = std::ref(progress);
     if (!opt->budget.empty()) {
       const auto budget = parse_bytes(opt->budget);
       if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 3GiB, 1.5GB or 4096)");
@@ -107,11 +117,17 @@ void add_plan_command(CLI::App& app) {
       so.max_memory = *bytes;
     }
     const solution s = solve(g, so);
+    progress.clear();
     const simulation regular = simulate(g, plan_none(g).steps);
     report out;
     out.row("graph", fmt::format("{} ({} nodes)", g.name(), g.size()), g.name());
-    out.row("status", std::string(to_string(s.status)) + (s.message.empty() ? "" : "  (" + s.message + ")"),
+    // "optimal" is only ever said with the plans it covers.
+    const std::string family(proof_family(so.method));
+    out.row("status",
+            std::string(to_string(s.status)) + (s.status == solve_status::optimal ? " over " + family : "") +
+                (s.message.empty() ? "" : "  (" + s.message + ")"),
             std::string(to_string(s.status)));
+    if (!family.empty()) out.hidden("proof_family", family);
     // Why the plan is not proven, for programs (the status row says it in words).
     if (s.unproven() != unproven_reason::none) out.hidden("unproven", std::string(to_string(s.unproven())));
     if (s.status == solve_status::infeasible || s.status == solve_status::stopped) {
@@ -124,14 +140,24 @@ void add_plan_command(CLI::App& app) {
             s.best.order.empty() ? "graph" : "consumers-first");
     if (so.goal == objective::memory && s.peak_lower_bound > 0) {
       const double gap = static_cast<double>(s.figures.peak_bytes) / static_cast<double>(s.peak_lower_bound) - 1.0;
-      out.row("lower bound", fmt::format("{}  (gap {})", bytes_with_exact(s.peak_lower_bound), percent(gap)),
+      // A bound above the per-op floor comes from a search over the method's
+      // family and holds for that family alone (general plans can go below it).
+      const std::uint64_t floor = per_op_floor(g).bytes;
+      const bool family_only = s.peak_lower_bound > floor && !family.empty();
+      out.row("lower bound",
+              fmt::format("{}  (gap {}{})", bytes_with_exact(s.peak_lower_bound), percent(gap),
+                          family_only ? fmt::format("; for {}; for every plan, the per-op floor {}", family,
+                                                    format_bytes(floor))
+                                      : std::string()),
               s.peak_lower_bound);
+      out.hidden("lower_bound_holds_for", family_only ? family : std::string("every plan"));
     }
     if (s.objective > 0)
       out.row("objective", fmt::format("{}  (Feng & Huang: kept + largest segment)",
                                        bytes_with_exact(static_cast<std::uint64_t>(s.objective))),
               s.objective);
-    out.row("search", search_summary(s.stats), search_json(s.stats));
+    out.row("search (" + s.produced_by + ")", search_summary(s.stats), search_json(s.stats), "search");
+    out.hidden("produced_by", s.produced_by);
     if (!opt->output.empty()) {
       outputs.set(opt->output, io::write_plan_json(g, s.best, s.figures));
       out.row("plan written", opt->output, opt->output);

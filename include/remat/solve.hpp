@@ -16,6 +16,7 @@
 /// | `ogc`      | kept sets | Feng & Huang's division search for their objective (solvers/ogc.hpp) |
 /// | `ogc-exact`| kept sets | Feng & Huang's objective, optimal over all kept sets (solvers/ogc_exact.hpp) |
 /// | `kept-search` | kept sets | none: a local search for the least peak (or recompute within the budget) from `ogc-exact`'s kept set (solvers/kept_search.hpp); can go below `exact`'s stage optimum |
+/// | `general-search` | general plans: stages and a kept set, lazy or eager recompute per stage | none: a local search from `exact`'s and `kept-search`'s plans, never above either (solvers/general_search.hpp) |
 /// | `sqrt`, `every-k`, `none` | baselines | none; `none` is regular training |
 ///
 /// `ogc` and `ogc-exact` optimise Feng & Huang's model (kept bytes + the
@@ -41,6 +42,7 @@
 #include <remat/solvers/common.hpp>
 #include <remat/solvers/dp.hpp>
 #include <remat/solvers/exact.hpp>
+#include <remat/solvers/general_search.hpp>
 #include <remat/solvers/kept_search.hpp>
 #include <remat/solvers/mincut.hpp>
 #include <remat/solvers/ogc.hpp>
@@ -51,12 +53,17 @@
 
 namespace remat {
 
-enum class method { exact, dp, chain, approx, mincut, ogc, ogc_exact, kept_search, sqrt, every_k, none };
+/// solve_options::work_limit's default: 10¹⁰ units, about ten seconds of
+/// search on the 2-core development machine (docs/algorithms.md).
+inline constexpr std::uint64_t default_work_limit = 10'000'000'000;
+
+enum class method { exact, dp, chain, approx, mincut, ogc, ogc_exact, kept_search, general_search, sqrt, every_k, none };
 
 /// Every method, in the order the CLI lists them.
 inline constexpr method all_methods[] = {method::exact,     method::dp,          method::chain,  method::approx,
                                          method::mincut,    method::ogc,         method::ogc_exact,
-                                         method::kept_search, method::sqrt,      method::every_k, method::none};
+                                         method::kept_search, method::general_search, method::sqrt,
+                                         method::every_k,   method::none};
 
 inline constexpr std::string_view to_string(method m) noexcept {
   switch (m) {
@@ -68,11 +75,26 @@ inline constexpr std::string_view to_string(method m) noexcept {
     case method::ogc: return "ogc";
     case method::ogc_exact: return "ogc-exact";
     case method::kept_search: return "kept-search";
+    case method::general_search: return "general-search";
     case method::sqrt: return "sqrt";
     case method::every_k: return "every-k";
     case method::none: return "none";
   }
   return "?";
+}
+
+/// What a method's `optimal` speaks of: the plans its proof covers (empty
+/// for the methods that prove nothing). A status is only ever read with it:
+/// `chain` can be optimal over id-interval stages far above the least peak.
+inline constexpr std::string_view proof_family(method m) noexcept {
+  switch (m) {
+    case method::exact:
+    case method::dp: return "stage plans";
+    case method::chain: return "id-interval stage plans";
+    case method::approx: return "stage plans of principal lower sets";
+    case method::ogc_exact: return "kept sets, on Feng & Huang's objective";
+    default: return "";
+  }
 }
 
 inline std::optional<method> parse_method(std::string_view name) noexcept {
@@ -92,6 +114,18 @@ struct solve_options {
   std::uint64_t max_lower_sets = 20000;
   /// Wall time for the whole call; zero or less leaves none.
   std::chrono::milliseconds time_limit{60000};
+  /// Work units the search may do (time_budget.hpp: a unit is a nominal
+  /// nanosecond, counted by the searches' inner loops). The work limit, not
+  /// the time limit, ends a search on any machine fast enough to do this
+  /// much work within a third of `time_limit`, so its plan depends only on
+  /// the input. 0: no work limit; the time limit alone then ends searches,
+  /// and their plans depend on the machine's speed and load.
+  std::uint64_t work_limit = default_work_limit;
+  /// Called with the elapsed time, work, best peak and bound so far, at most
+  /// every `progress_every` while a search runs (`exact` reports its plans
+  /// and bounds as it finds them). Empty: no reports.
+  work_meter::progress_callback progress;
+  std::chrono::milliseconds progress_every{250};
   /// Bytes the process's memory may grow by during the search (0: no
   /// ceiling). Past it the method stops as at its time limit, with its best
   /// plan and the reason (memory_ceiling.hpp says how memory is measured).
@@ -132,7 +166,7 @@ inline time_budget search_budget(const graph& g, const solve_options& options) {
   if (!searches || !limit.limited() || limit.expired()) return limit;
   const auto before = time_budget::clock::now();
   (void)simulate(g, plan_none(g).steps);
-  return limit.less(2 * (time_budget::clock::now() - before));
+  return limit.less_time(2 * (time_budget::clock::now() - before));
 }
 
 }  // namespace detail
@@ -150,8 +184,10 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
   if (options.max_memory > 0 && !memory_ceiling::supported())
     throw error("max_memory: this platform does not say how much memory the process holds (remat reads /proc/self/statm)");
   std::optional<memory_ceiling> ceiling;
+  work_meter work(options.progress, options.progress_every);
   time_budget time = detail::search_budget(g, options);
   if (options.max_memory > 0) time = time.with_memory(ceiling.emplace(options.max_memory));
+  time = time.with_work(work, options.work_limit > 0 ? options.work_limit : time_budget::no_work_limit());
   const stage_dp_options stages{options.goal, options.budget, options.max_lower_sets, time,
                                 options.preserve_gradient_order};
   // The stage programmes and mincut plan in the graph's id order: other
@@ -170,6 +206,10 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::kept_search:
       s = solve_kept_search(g, {options.goal, options.budget, options.order, options.preserve_gradient_order, time,
                                 options.max_segment_labels});
+      break;
+    case method::general_search:
+      s = solve_general_search(g, {options.goal, options.budget, options.max_lower_sets, time,
+                                   options.preserve_gradient_order, options.order, options.bound_time_limit});
       break;
     case method::dp: s = in_order([&](const graph& h) { return solve_dp(h, stages); }); break;
     case method::chain: s = in_order([&](const graph& h) { return solve_chain(h, stages); }); break;
@@ -190,12 +230,18 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::none: s = in_order([&](const graph& h) { return solve_none(h, {options.budget}); }); break;
   }
   if (options.method != method::exact) s.best.method = std::string(to_string(options.method));
+  if (s.produced_by.empty() && !s.best.steps.empty()) s.produced_by = s.best.method;
+  s.stats.work = work.done();
   if (ceiling && ceiling->reached()) {
     // The methods read a spent budget as the time limit; say which it was.
     s.stats.memory_limit_reached = true;
     s.stats.time_limit_reached = time.past_deadline();
     s.message = "stopped at the memory ceiling (" + format_bytes(options.max_memory) + " above the " +
                 format_bytes(ceiling->start()) + " the process held)" + (s.message.empty() ? "" : "; " + s.message);
+  } else if (options.work_limit > 0 && s.stats.time_limit_reached) {
+    // The methods' flag says "time limit" for either clock; the meter knows which.
+    s.stats.work_limit_reached = work.ended_by_work();
+    s.stats.time_limit_reached = work.ended_by_time();
   }
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;

@@ -41,11 +41,11 @@ std::optional<objective> parse_objective(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-// A non-negative whole number of bytes from a Python int (a float or a
+// A non-negative whole number (of bytes, say) from a Python int (a float or a
 // negative number is a mistake worth naming, not a value to round).
-std::uint64_t to_bytes(const char* field, const py::handle& value) {
+std::uint64_t to_bytes(const char* field, const py::handle& value, const char* unit = "bytes") {
   if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value))
-    throw py::type_error(std::string(field) + " must be an int (bytes), got " +
+    throw py::type_error(std::string(field) + " must be an int (" + unit + "), got " +
                          std::string(py::str(py::type::of(value).attr("__name__"))));
   const py::int_ i = py::reinterpret_borrow<py::int_>(value);
   if (i < py::int_(0)) throw py::value_error(std::string(field) + " must not be negative, got " + std::string(py::repr(i)));
@@ -321,10 +321,18 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("unproven", [](const py_solution& r) { return std::string(to_string(r.s.unproven())); })
       .def_property_readonly("message", [](const py_solution& r) { return r.s.message; })
       .def_property_readonly("seconds", [](const py_solution& r) { return r.s.stats.seconds; })
+      .def_property_readonly("work", [](const py_solution& r) { return r.s.stats.work; },
+                             "Work units the search charged (solve's work_limit).")
+      .def_property_readonly("produced_by", [](const py_solution& r) { return r.s.produced_by; },
+                             "The method whose search produced the plan (for exact: its portfolio's member).")
+      .def_property_readonly("proof_family", [](const py_solution& r) {
+        const auto m = parse_method(r.s.best.method);
+        return m ? std::string(proof_family(*m)) : std::string();
+      }, "The plans `optimal` speaks of (empty: the method proves nothing).")
       .def_property_readonly("kept", [](const py_solution& r) -> std::optional<py::list> {
-        if (r.s.best.steps.empty() || !r.s.best.stage_of.empty()) return std::nullopt;
+        if (r.s.best.steps.empty() || (!r.s.best.stage_of.empty() && r.s.best.stage_modes.empty())) return std::nullopt;
         return names_of(*r.g, r.s.best.kept);
-      }, "Names of the values the plan keeps through the forward (kept-set plans; None for stage plans).")
+      }, "Names of the values the plan keeps through the forward (kept-set and general plans; None for stage plans).")
       .def_property_readonly("stage_of", [](const py_solution& r) { return r.s.best.stage_of; })
       .def_property_readonly("order", [](const py_solution& r) {
         std::vector<std::string> out;
@@ -349,10 +357,10 @@ PYBIND11_MODULE(_core, m) {
       [](std::shared_ptr<graph> g, const std::string& method_name, const std::string& objective_name,
          const py::object& budget, const std::string& order, double time_limit, std::uint64_t max_lower_sets,
          std::size_t every_k, bool preserve_gradient_order, std::uint64_t max_segment_labels,
-         double bound_time_limit, const py::object& max_memory) {
+         double bound_time_limit, const py::object& max_memory, const py::object& work_limit) {
         solve_options o;
         o.method = parse_name<method>("method", method_name, parse_method,
-                                      "exact, dp, chain, approx, mincut, ogc, ogc-exact, kept-search, sqrt, "
+                                      "exact, dp, chain, approx, mincut, ogc, ogc-exact, kept-search, general-search, sqrt, "
                                       "every-k, none");
         o.goal = parse_name<objective>("objective", objective_name, parse_objective, "memory, time");
         if (!budget.is_none()) o.budget = to_bytes("budget", budget);
@@ -366,6 +374,7 @@ PYBIND11_MODULE(_core, m) {
         o.max_segment_labels = max_segment_labels;
         o.bound_time_limit = to_milliseconds("bound_time_limit", bound_time_limit, 1e7);
         if (!max_memory.is_none()) o.max_memory = to_bytes("max_memory", max_memory);
+        o.work_limit = work_limit.is_none() ? 0 : to_bytes("work_limit", work_limit, "work units");
         py_solution r{g, {}};
         {
           py::gil_scoped_release unlocked;  // a long search leaves other Python threads running
@@ -378,8 +387,10 @@ PYBIND11_MODULE(_core, m) {
       py::arg("max_lower_sets") = solve_options{}.max_lower_sets, py::arg("every_k") = solve_options{}.every_k,
       py::arg("preserve_gradient_order") = true, py::arg("max_segment_labels") = solve_options{}.max_segment_labels,
       py::arg("bound_time_limit") = 0.25, py::arg("max_memory") = py::none(),
+      py::arg("work_limit") = default_work_limit,
       "A checkpointing plan for `graph` (remat::solve). time_limit and bound_time_limit are seconds "
-      "(0: none); budget and max_memory are bytes.");
+      "(0: none); budget and max_memory are bytes; work_limit is work units (None: none), which "
+      "end a search at the same point on any machine, so the plan depends on the graph alone.");
 
   m.def(
       "simulate",

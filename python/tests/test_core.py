@@ -164,6 +164,8 @@ def test_core_errors_arrive_as_remat_errors_with_the_cores_message(tmp_path):
         ({"time_limit": -1}, ValueError, "time_limit must be a number of seconds"),
         ({"bound_time_limit": 1e300}, ValueError, "bound_time_limit must be a number of seconds"),
         ({"every_k": 0, "method": "every-k"}, ValueError, "every_k must be at least 1"),
+        ({"work_limit": -1}, ValueError, "work_limit must not be negative"),
+        ({"work_limit": 1e9}, TypeError, r"work_limit must be an int \(work units\)"),
     ],
 )
 def test_absurd_options_are_named(kwargs, error, text):
@@ -182,6 +184,18 @@ def test_bad_node_fields_are_named():
         remat.Graph([{"name": "x", "bytes": 4, "reads": "some"}])
     with pytest.raises(TypeError, match="node 0 must be a dict"):
         remat.Graph([("x", 4)])
+
+
+def test_a_work_limit_ends_the_search_at_the_same_point_every_time():
+    g = remat.Graph.load(str(GRAPHS / "darts-cifar10.json"))
+    first = remat.solve(g, work_limit=30_000_000)
+    again = remat.solve(g, work_limit=30_000_000)
+    assert first.unproven == "work-limit"
+    assert first.work >= 30_000_000 and first.work == again.work
+    assert first.schedule == again.schedule
+    assert first.produced_by in ("chain", "mincut", "ogc", "approx") or first.produced_by.startswith("dp")
+    assert first.proof_family == "stage plans"
+    assert remat.solve(g, method="mincut").proof_family == ""
 
 
 def test_a_long_solve_releases_the_interpreter():

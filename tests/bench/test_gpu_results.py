@@ -124,9 +124,11 @@ def main():
             print("skip --resume: bench_cuda is not built (no CUDA runtime)")
         elif build is not None:
             out = Path(tmp) / "resumed.md"
+            # The models the data measured (the zoo may have grown since).
+            measured = ",".join(m["name"] for m in models)
             run = subprocess.run([sys.executable, str(script), "--build", str(build), "--resume", str(data),
-                                  "--steps", str(results["steps"]), "--warmup", str(results["warmup"]),
-                                  "--out", str(out)], capture_output=True, text=True)
+                                  "--models", measured, "--steps", str(results["steps"]), "--warmup",
+                                  str(results["warmup"]), "--out", str(out)], capture_output=True, text=True)
             check(run.returncode == 0, "--resume of a complete run exits 0", (run.stderr or run.stdout).strip()[-300:])
             check("..." not in run.stdout, "--resume of a complete run measures nothing", run.stdout[-300:])
             resumed = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}

@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("info: floor below the regular peak", 0 < info.get("per-op floor", 0) <= info.get("regular peak", 0), str(info))
 
     # plan: every method, files out
-    methods = ("none", "every-k", "sqrt", "chain", "approx", "mincut", "ogc", "ogc-exact", "kept-search", "dp", "exact")
+    methods = ("none", "every-k", "sqrt", "chain", "approx", "mincut", "ogc", "ogc-exact", "kept-search", "general-search", "dp", "exact")
     listed = run("plan", "--help").stdout
     choices = re.search(r"--method TEXT:\{([^}]*)\}", listed)
     check("the test runs every method plan --help lists",
@@ -142,6 +142,27 @@ with tempfile.TemporaryDirectory() as tmp:
               count in planned.get("search", {}) and planned.get("unproven") == why and
               planned.get("peak", 0) >= exact.get("peak", 1 << 62) * (0.9 if method == "kept-search" else 1),
               r.stdout + r.stderr)
+    # "optimal" is said with the plans it covers; the search row names the method that made the plan
+    r = run("plan", resnet, "--method", "chain")
+    check("plan --method chain: 'optimal over id-interval stage plans', search labelled (chain)",
+          r.returncode == 0 and re.search(r"^status\s+optimal over id-interval stage plans", r.stdout, re.M) and
+          re.search(r"^search \(chain\)\s+[0-9.]+ s, [0-9.e+]+ work units", r.stdout, re.M), r.stdout + r.stderr)
+    check("plan --json: the producing method, the proof's family, and what the bound holds for",
+          exact.get("produced_by") == "dp" and exact.get("proof_family") == "stage plans" and
+          exact.get("lower_bound_holds_for") == "stage plans" and exact.get("search", {}).get("work", 0) > 0,
+          str(exact))
+    nas = str(tmp / "nas.json")
+    run("gen", "nas", "--cells", "8", "-o", nas)
+    plans = [run("plan", nas, "--work-limit", "3e7", "--quiet", "--json", "-o", str(tmp / f"nas{i}.plan.json"))
+             for i in range(2)]
+    limited = [json.loads(p.stdout) if p.returncode == 0 else {} for p in plans]
+    check("plan --work-limit: stopped by the work limit, the same plan twice",
+          limited[0].get("unproven") == "work-limit" and
+          (tmp / "nas0.plan.json").read_text() == (tmp / "nas1.plan.json").read_text(),
+          plans[0].stdout[:800] + plans[0].stderr)
+    expect_error("a negative work limit", ["plan", resnet, "--work-limit", "-1"], "--work-limit")
+    r = run("plan", nas, "--work-limit", "1e8")
+    check("no progress line when stderr is not a terminal", r.returncode == 0 and r.stderr == "", r.stderr)
     r = run("plan", resnet, "--objective", "time", "--budget", "2GiB", "--json")
     timed = json.loads(r.stdout) if r.returncode == 0 else {}
     check("time objective stays within the budget", 0 < timed.get("peak", 0) <= 2 * 2**30, r.stdout + r.stderr)
@@ -279,7 +300,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # zoo: the model list, exports, and the shipped graphs it made
     r = run("zoo", "list")
-    check("zoo list prints 18 models", r.returncode == 0 and len(r.stdout.splitlines()) == 19 and
+    check("zoo list prints 19 models", r.returncode == 0 and len(r.stdout.splitlines()) == 20 and
           "resnet50" in r.stdout and "25557032" in r.stdout, r.stdout + r.stderr)
     r = run("zoo", "list", "--json")
     models = {m["name"]: m for m in json.loads(r.stdout)} if r.returncode == 0 else {}

@@ -167,7 +167,7 @@ TEST_CASE("the runtime runs every method remat::solve offers") {
     CHECK(parse_method(to_string(m)) == m);
     CHECK(std::ranges::any_of(test::plan_methods(), [&](const test::plan_method& p) { return p.name == to_string(m); }));
   }
-  CHECK(std::size(all_methods) == 11);
+  CHECK(std::size(all_methods) == 12);
 }
 
 TEST_CASE("a stage chain that breaks the gradient order reassociates gradient sums and nothing else") {

@@ -137,6 +137,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.goal = (flags & 1) ? remat::objective::time : remat::objective::memory;
   o.order = static_cast<remat::order_choice>((flags >> 1) & 3);
   o.preserve_gradient_order = (flags & 0x08) == 0;
+  // The work limit ends the searches, so a finding replays the same way on
+  // any machine; the time limit is the backstop.
+  o.work_limit = 5'000'000;
   o.time_limit = std::chrono::milliseconds(20);
   constexpr std::uint64_t lower_set_caps[] = {20000, 200, 20, 1};
   constexpr std::uint64_t label_caps[] = {4'000'000, 1000, 50, 1};

@@ -134,6 +134,34 @@ TEST_CASE("Inception v3 at the seed's 32x3x300x300: every stage's output") {
   CHECK(shape_of(g, "AuxLogits.conv1.relu") == std::vector<std::int64_t>{32, 768, 1, 1});
 }
 
+TEST_CASE("GoogLeNet at Kusumoto et al.'s 32x3x224x224: every stage's output as torchvision's, three losses") {
+  const remat::graph g = zoo::build("googlenet");
+  // torchvision's googlenet in training mode, shapes read off forward hooks:
+  // max pools 3/2 with ceil mode 112 -> 56 -> 28 -> 14, 2/2 14 -> 7; channels
+  // 3a 64+128+32+32 = 256, 3b 480, 4a-4c 512, 4d 528, 4e 832, 5a 832, 5b 1024.
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages{
+      {"input", {32, 3, 224, 224}},        {"conv1.relu", {32, 64, 112, 112}},
+      {"maxpool1", {32, 64, 56, 56}},       {"conv3.relu", {32, 192, 56, 56}},
+      {"maxpool2", {32, 192, 28, 28}},      {"inception3a.concat", {32, 256, 28, 28}},
+      {"inception3b.concat", {32, 480, 28, 28}}, {"maxpool3", {32, 480, 14, 14}},
+      {"inception4a.concat", {32, 512, 14, 14}}, {"aux1.conv.relu", {32, 128, 4, 4}},
+      {"inception4d.concat", {32, 528, 14, 14}}, {"inception4e.concat", {32, 832, 14, 14}},
+      {"maxpool4", {32, 832, 7, 7}},        {"inception5b.concat", {32, 1024, 7, 7}},
+      {"avgpool", {32, 1024, 1, 1}},        {"fc", {32, 1000}},
+  };
+  for (const auto& [stage, expected] : stages) {
+    CAPTURE(stage);
+    CHECK(shape_of(g, stage) == expected);
+  }
+  for (const char* loss : {"loss", "aux1_loss", "aux2_loss"}) {
+    CAPTURE(loss);
+    const auto v = g.find(loss);
+    REQUIRE(v);
+    CHECK(g.successors(*v).empty());
+    CHECK(std::get<double>(g.attrs(*v).at("loss_weight")) == (std::string(loss) == "loss" ? 1.0 : 0.3));
+  }
+}
+
 TEST_CASE("models with an auxiliary classifier have two weighted losses, both sinks") {
   for (const char* name : {"inception-v3", "darts-cifar10"}) {
     CAPTURE(name);
@@ -194,7 +222,8 @@ TEST_CASE("build options scale bytes and times") {
 }
 
 TEST_CASE("the model list carries the OGC table's default sizes") {
-  REQUIRE(zoo::models().size() == 18);
+  REQUIRE(zoo::models().size() == 19);
+  CHECK(zoo::find_model("googlenet").batch == 32);
   CHECK(zoo::find_model("alexnet").batch == 1024);
   CHECK(zoo::find_model("resnet152").batch == 16);
   CHECK(zoo::find_model("inception-v3").height == 300);

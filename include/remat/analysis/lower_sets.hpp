@@ -130,6 +130,10 @@ struct lower_set_options {
 
 enum class enumeration_status { complete, cap_reached, time_limit_reached, stopped };
 
+/// Work units 1,024 lower sets visited cost, charged to the budget as they
+/// are (time_budget::charge).
+inline constexpr std::uint64_t visit_work = 1024 * 30;
+
 namespace detail {
 
 /// Reverse search over the lower sets that extend a base lower set. The base
@@ -249,7 +253,7 @@ inline lower_set_count count_lower_sets(const graph& g, const lower_set_options&
         out.status = enumeration_status::cap_reached;
         return true;
       }
-      if ((visited & 1023) == 0 && options.time.expired()) {
+      if ((visited & 1023) == 0 && options.time.charge(visit_work)) {
         out.status = enumeration_status::time_limit_reached;
         return true;
       }
@@ -288,7 +292,7 @@ enumeration_status enumerate_lower_sets(const graph& g, Visit&& visit, const low
                   status = enumeration_status::cap_reached;
                   return true;
                 }
-                if ((visited & 1023) == 0 && options.time.expired()) {
+                if ((visited & 1023) == 0 && options.time.charge(visit_work)) {
                   status = enumeration_status::time_limit_reached;
                   return true;
                 }

@@ -157,7 +157,7 @@ inline std::uint64_t segment_packing_bound(const graph& g, const time_budget& ti
   auto over_grid = [&](double ratio, bool timed) -> std::optional<std::uint64_t> {
     std::uint64_t t = weights.front(), bound = packing(t);
     while (t < total) {
-      if (timed && time.expired()) return std::nullopt;
+      if (timed && time.charge((g.size() + g.num_edges()) * 20)) return std::nullopt;
       // t < total, and bytes sum to below 2⁶⁴: neither the step nor the sum overflows
       const double grown = static_cast<double>(t) * ratio;
       const std::uint64_t next =

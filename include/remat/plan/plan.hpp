@@ -19,13 +19,16 @@
 namespace remat {
 
 /// A checkpointing plan: its schedule (the one plan form), the decision it was
-/// built from (a kept set or a stage assignment; the other is left empty) and
-/// the execution order its schedule runs the nodes in.
+/// built from (a kept set or a stage assignment, the other left empty; or,
+/// for a general plan, both and each stage's recompute mode) and the
+/// execution order its schedule runs the nodes in.
 struct plan {
   std::string method;
   schedule steps;
   node_set kept;
   std::vector<std::uint32_t> stage_of;
+  /// A general plan's recompute mode per stage (schedule_from_kept_stages); empty otherwise.
+  std::vector<stage_recompute> stage_modes;
   /// A topological order of all nodes; empty: the graph's id order.
   std::vector<node_id> order;
 

@@ -1,10 +1,11 @@
 #pragma once
 
 /// \file
-/// The one plan form: an explicit schedule of steps over node ids, and the two
-/// builders every solver uses to turn a plan into one.
+/// The one plan form: an explicit schedule of steps over node ids, and the
+/// builders that turn a plan into one: kept-set plans, stage plans, and the
+/// general plans holding both (stages and a kept set chosen independently).
 ///
-/// Both builders run the nodes in an execution order: the graph's id order by
+/// The builders run the nodes in an execution order: the graph's id order by
 /// default, or any topological order the caller gives (forward in that order,
 /// backward in its reverse). Which order a plan runs in changes what it holds
 /// at each step, not what it computes; an order that keeps the consumers of
@@ -17,13 +18,14 @@
 /// parameter gradient). Gradient buffers are not steps: a gradient appears at
 /// the first backward that writes it and dies right after its owner's backward.
 ///
-/// Both builders free values by the same rules (docs/cost-model.md):
+/// The builders free values by the same rules (docs/cost-model.md):
 /// - forward: a value the plan does not keep is freed right after its last
 ///   consumer is computed (right after itself when it has none);
 /// - a value kept from the forward is freed right after the last backward
 ///   among its consumers and, when its own backward reads its output, itself;
 /// - a recomputed value is freed right after its last use (an operand of a
-///   later recompute, or read by a backward).
+///   later recompute, or read by a backward); in a general plan, its last use
+///   within the stage that recomputed it.
 
 #include <remat/config.hpp>
 
@@ -121,15 +123,18 @@ class backward_release {
   std::vector<std::size_t> pending_;  // consumers whose backward has not run yet
 };
 
-/// Recomputes x and whatever of its ancestors is not alive, in execution order
-/// (`position` of each node in it).
-inline void recompute_missing(const graph& g, node_id x, std::vector<char>& live, schedule& out,
-                              std::vector<node_id>& stack, std::vector<node_id>& missing,
-                              std::span<const std::uint32_t> position) {
-  if (live[x]) return;
+/// Recomputes whatever of `roots` and their ancestors is not alive, in
+/// execution order (`position` of each node in it).
+inline void recompute_all_missing(const graph& g, std::span<const node_id> roots, std::vector<char>& live,
+                                  schedule& out, std::vector<node_id>& stack, std::vector<node_id>& missing,
+                                  std::span<const std::uint32_t> position) {
   missing.clear();
-  stack.assign(1, x);
-  live[x] = 2;  // 2 marks "collected, not yet recomputed"
+  stack.clear();
+  for (node_id x : roots)
+    if (!live[x]) {
+      live[x] = 2;  // 2 marks "collected, not yet recomputed"
+      stack.push_back(x);
+    }
   while (!stack.empty()) {
     node_id v = stack.back();
     stack.pop_back();
@@ -145,6 +150,13 @@ inline void recompute_missing(const graph& g, node_id x, std::vector<char>& live
     live[v] = 1;
     out.push_back({step_kind::recompute, v});
   }
+}
+
+/// Recomputes x and whatever of its ancestors is not alive, in execution order.
+inline void recompute_missing(const graph& g, node_id x, std::vector<char>& live, schedule& out,
+                              std::vector<node_id>& stack, std::vector<node_id>& missing,
+                              std::span<const std::uint32_t> position) {
+  recompute_all_missing(g, std::span<const node_id>(&x, 1), live, out, stack, missing, position);
 }
 
 /// Moves the free of every recomputed value to right after its last use, so
@@ -191,6 +203,29 @@ inline void free_recomputed_at_last_use(const graph& g, schedule& steps) {
     out.insert(out.end(), moved[i].begin(), moved[i].end());
   }
   steps = std::move(out);
+}
+
+/// The forward phase every builder shares: computes `sequence` (inputs
+/// skipped), freeing a value the plan does not keep (`kept(v)` false) right
+/// after its last consumer, and a sink at once unless it is kept and its
+/// backward reads its output.
+template <class Kept>
+void forward_phase(const graph& g, std::span<const node_id> sequence, const operands_in_order& operands,
+                   std::span<const node_id> last, Kept&& kept, std::vector<char>& live, schedule& out) {
+  for (node_id v : sequence) {
+    if (g.is_input(v)) continue;
+    out.push_back({step_kind::compute, v});
+    live[v] = 1;
+    for (node_id p : operands(v))
+      if (!g.is_input(p) && !kept(p) && last[p] == v) {
+        live[p] = 0;
+        out.push_back({step_kind::free, p});
+      }
+    if (g.successors(v).empty() && !(kept(v) && reads_output(g.reads(v)))) {
+      live[v] = 0;
+      out.push_back({step_kind::free, v});
+    }
+  }
 }
 
 inline void append_backward_reads(const graph& g, const operands_in_order& operands, node_id v,
@@ -275,21 +310,7 @@ inline schedule schedule_from_kept(const graph& g, const node_set& keep, std::sp
   schedule out;
   out.reserve(4 * n);
   std::vector<char> live(n, 0);
-
-  for (node_id v : sequence) {
-    if (g.is_input(v)) continue;
-    out.push_back({step_kind::compute, v});
-    live[v] = 1;
-    for (node_id p : operands(v))
-      if (!g.is_input(p) && !keep.contains(p) && last[p] == v) {
-        live[p] = 0;
-        out.push_back({step_kind::free, p});
-      }
-    if (g.successors(v).empty() && !(keep.contains(v) && reads_output(g.reads(v)))) {
-      live[v] = 0;
-      out.push_back({step_kind::free, v});
-    }
-  }
+  detail::forward_phase(g, sequence, operands, last, [&](node_id v) { return keep.contains(v); }, live, out);
 
   detail::backward_release release(g, operands);
   std::vector<node_id> reads, stack, missing;
@@ -304,6 +325,30 @@ inline schedule schedule_from_kept(const graph& g, const node_set& keep, std::sp
   detail::free_recomputed_at_last_use(g, out);
   return out;
 }
+
+namespace detail {
+
+/// The computed nodes stage by stage, each stage in execution order, and
+/// every node's position in that run (inputs first), so that a schedule
+/// depends only on the stages and each stage's own order.
+struct stage_run {
+  std::vector<node_id> sequence;
+  std::vector<std::uint32_t> position;
+  stage_run(const graph& g, std::span<const std::uint32_t> stage_of, std::span<const node_id> order) {
+    (void)execution_positions(g, order);  // validates it
+    sequence.reserve(g.size());
+    for (node_id v : execution_sequence(g, order))
+      if (!g.is_input(v)) sequence.push_back(v);
+    std::stable_sort(sequence.begin(), sequence.end(), [&](node_id a, node_id b) { return stage_of[a] < stage_of[b]; });
+    position.resize(g.size());
+    std::uint32_t next = 0;
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.is_input(v)) position[v] = next++;
+    for (node_id v : sequence) position[v] = next++;
+  }
+};
+
+}  // namespace detail
 
 /// Checks that `stage_of` assigns every non-input node a stage no earlier than
 /// any of its operands', i.e. that the stages form an increasing sequence of
@@ -339,20 +384,9 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
                                      std::span<const node_id> order = {}) {
   validate_stages(g, stage_of);
   const std::size_t n = g.size();
-  (void)detail::execution_positions(g, order);  // validates it
-  std::vector<node_id> sequence;
-  sequence.reserve(n);
-  for (node_id v : detail::execution_sequence(g, order))
-    if (!g.is_input(v)) sequence.push_back(v);
-  std::stable_sort(sequence.begin(), sequence.end(),
-                   [&](node_id a, node_id b) { return stage_of[a] < stage_of[b]; });
-  // Positions in the run itself (inputs first, then stage by stage), so the
-  // schedule depends only on the stages and each stage's own order.
-  std::vector<std::uint32_t> position(n);
-  std::uint32_t next = 0;
-  for (std::size_t v = 0; v < n; ++v)
-    if (g.is_input(v)) position[v] = next++;
-  for (node_id v : sequence) position[v] = next++;
+  const detail::stage_run run(g, stage_of, order);
+  const std::vector<node_id>& sequence = run.sequence;
+  const std::vector<std::uint32_t>& position = run.position;
   const std::vector<node_id> last = detail::last_consumers(g, position);
   const detail::operands_in_order operands(g, position, false);
 
@@ -366,19 +400,7 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
   schedule out;
   out.reserve(4 * n);
   std::vector<char> live(n, 0);
-  for (node_id v : sequence) {
-    out.push_back({step_kind::compute, v});
-    live[v] = 1;
-    for (node_id p : operands(v))
-      if (!g.is_input(p) && !boundary[p] && last[p] == v) {
-        live[p] = 0;
-        out.push_back({step_kind::free, p});
-      }
-    if (g.successors(v).empty() && !boundary[v]) {
-      live[v] = 0;
-      out.push_back({step_kind::free, v});
-    }
-  }
+  detail::forward_phase(g, sequence, operands, last, [&](node_id v) { return boundary[v] != 0; }, live, out);
 
   detail::backward_release release(g, operands);
   std::vector<char> needed(n, 0);
@@ -404,6 +426,94 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
       out.push_back({step_kind::backward, stage[k]});
       release.after_backward(stage[k], live, out);
     }
+    end = begin;
+  }
+  detail::free_recomputed_at_last_use(g, out);
+  return out;
+}
+
+/// How a stage of a general plan (schedule_from_kept_stages) recomputes the
+/// missing values its backwards read.
+enum class stage_recompute : std::uint8_t {
+  lazy,   ///< each right before the backward that reads it, with its missing ancestors (kept-set plans' way)
+  eager,  ///< all of them, in execution order, before the stage's first backward (stage plans' way)
+};
+
+/// The general single-level plan: stages (an increasing sequence of lower
+/// sets, given as for schedule_from_stages) and a kept set (as for
+/// schedule_from_kept), chosen independently. Forward runs the stages in
+/// order, each in execution order, and keeps exactly `keep` (inputs are
+/// ignored; a kept sink whose backward does not read its output is freed at
+/// once). Backward runs the stages in reverse; each recomputes the missing
+/// values its backwards read, with their missing ancestors, as `modes[k]`
+/// says for the k-th stage in forward order (all lazy when `modes` is empty),
+/// and a value recomputed in a stage lives until its last use in that stage,
+/// never into the next (a later stage recomputes it again).
+///
+/// The family holds both other forms, step for step: one lazy stage is
+/// schedule_from_kept(keep); a stage plan's boundary as `keep`, every stage
+/// eager, is schedule_from_stages (tests/plan/test_general_plans.cpp).
+/// \throws remat::error for stages that are not lower sets, `modes` of the
+/// wrong length, or an order that is not topological. Complexity:
+/// O(n log n + m) time plus the recomputes, O(n + m) steps per stage.
+inline schedule schedule_from_kept_stages(const graph& g, std::span<const std::uint32_t> stage_of, const node_set& keep,
+                                          std::span<const stage_recompute> modes = {},
+                                          std::span<const node_id> order = {}) {
+  validate_stages(g, stage_of);
+  const std::size_t n = g.size();
+  REMAT_ASSERT(keep.universe() == n);
+  const detail::stage_run run(g, stage_of, order);
+  const std::vector<node_id>& sequence = run.sequence;
+  const std::vector<std::uint32_t>& position = run.position;
+  std::size_t stages = 0;
+  for (std::size_t k = 0; k < sequence.size(); ++k)
+    if (k == 0 || stage_of[sequence[k]] != stage_of[sequence[k - 1]]) ++stages;
+  if (!modes.empty() && modes.size() != stages)
+    throw error("stage modes: " + std::to_string(modes.size()) + " given for " + std::to_string(stages) + " stages");
+  const std::vector<node_id> last = detail::last_consumers(g, position);
+  const detail::operands_in_order operands(g, position, false);
+
+  schedule out;
+  out.reserve(4 * n);
+  std::vector<char> live(n, 0);
+  detail::forward_phase(g, sequence, operands, last, [&](node_id v) { return keep.contains(v); }, live, out);
+
+  detail::backward_release release(g, operands);
+  std::vector<node_id> reads, wanted, stack, missing, recomputed;
+  std::size_t end = sequence.size(), stage = stages;
+  while (end > 0) {
+    std::size_t begin = end;
+    while (begin > 0 && stage_of[sequence[begin - 1]] == stage_of[sequence[end - 1]]) --begin;
+    --stage;
+    const bool eager = !modes.empty() && modes[stage] == stage_recompute::eager;
+    recomputed.clear();
+    auto recompute = [&](std::span<const node_id> roots) {
+      const std::size_t before = out.size();
+      detail::recompute_all_missing(g, roots, live, out, stack, missing, position);
+      for (std::size_t i = before; i < out.size(); ++i) recomputed.push_back(out[i].node);
+    };
+    if (eager) {
+      wanted.clear();
+      for (std::size_t k = end; k-- > begin;) {
+        detail::append_backward_reads(g, operands, sequence[k], reads);
+        wanted.insert(wanted.end(), reads.begin(), reads.end());
+      }
+      recompute(wanted);
+    }
+    for (std::size_t k = end; k-- > begin;) {
+      const node_id v = sequence[k];
+      if (!eager) {
+        detail::append_backward_reads(g, operands, v, reads);
+        for (node_id x : reads) recompute(std::span<const node_id>(&x, 1));
+      }
+      out.push_back({step_kind::backward, v});
+      release.after_backward(v, live, out);
+    }
+    for (node_id x : recomputed)
+      if (live[x]) {
+        live[x] = 0;
+        out.push_back({step_kind::free, x});
+      }
     end = begin;
   }
   detail::free_recomputed_at_last_use(g, out);

@@ -48,6 +48,8 @@ struct solve_stats {
   bool cap_reached = false;         ///< a cap on states, labels or lower sets stopped it
   bool time_limit_reached = false;  ///< the time limit stopped it
   bool memory_limit_reached = false;  ///< the memory ceiling (solve_options::max_memory) stopped it
+  bool work_limit_reached = false;    ///< the work limit (solve_options::work_limit) stopped it
+  std::uint64_t work = 0;             ///< work units the search charged (time_budget::charge)
   std::vector<search_count> counts;
 
   /// The count named `name` (0 when the method kept none by that name).
@@ -71,6 +73,7 @@ struct solve_stats {
     cap_reached = cap_reached || other.cap_reached;
     time_limit_reached = time_limit_reached || other.time_limit_reached;
     memory_limit_reached = memory_limit_reached || other.memory_limit_reached;
+    work_limit_reached = work_limit_reached || other.work_limit_reached;
     return *this;
   }
 };
@@ -83,6 +86,7 @@ enum class unproven_reason {
   cap,         ///< a cap on states, labels or lower sets stopped the proof
   time_limit,  ///< the time limit stopped the proof
   memory_limit,  ///< the memory ceiling stopped the proof
+  work_limit,    ///< the work limit stopped the proof
 };
 
 inline constexpr std::string_view to_string(unproven_reason r) noexcept {
@@ -92,6 +96,7 @@ inline constexpr std::string_view to_string(unproven_reason r) noexcept {
     case unproven_reason::cap: return "cap";
     case unproven_reason::time_limit: return "time-limit";
     case unproven_reason::memory_limit: return "memory-limit";
+    case unproven_reason::work_limit: return "work-limit";
   }
   return "?";
 }
@@ -117,6 +122,10 @@ struct solution {
   /// and in the consumers-first order (solve_options::order), not only the
   /// order `best.order` names.
   bool both_orders = false;
+  /// The method whose search produced `best`: for `exact`, the member of
+  /// its portfolio ("dp", "chain", "mincut", "ogc", "approx", or "dp below
+  /// <member>" when a search below a member's plan found it); else the method.
+  std::string produced_by;
   std::string message;                ///< a sentence for people
   solve_stats stats;
 
@@ -124,9 +133,11 @@ struct solution {
   /// meets the budget and that is proven).
   unproven_reason unproven() const noexcept {
     if (status == solve_status::optimal || (status == solve_status::infeasible && !stats.cap_reached &&
-                                             !stats.time_limit_reached && !stats.memory_limit_reached))
+                                             !stats.time_limit_reached && !stats.memory_limit_reached &&
+                                             !stats.work_limit_reached))
       return unproven_reason::none;
     if (stats.memory_limit_reached) return unproven_reason::memory_limit;
+    if (stats.work_limit_reached) return unproven_reason::work_limit;
     if (stats.time_limit_reached) return unproven_reason::time_limit;
     if (stats.cap_reached) return unproven_reason::cap;
     return unproven_reason::no_proof;

@@ -53,6 +53,12 @@ inline plan_rank rank_plan(const simulation& figures, objective goal, std::uint6
 /// The per-op floor of g: `known` when a caller worked it out already (it
 /// costs O((n + m) · n / 64) on graphs without series separators, and a
 /// portfolio's members all need it), else computed.
+/// Work units of one pass over g costing `per_element` units a node and an
+/// edge, for time_budget::charge.
+inline std::uint64_t pass_work(const graph& g, std::uint64_t per_element) noexcept {
+  return (g.size() + g.num_edges()) * per_element;
+}
+
 inline std::uint64_t per_op_floor_of(const graph& g, const std::optional<std::uint64_t>& known) {
   return known ? *known : per_op_floor(g).bytes;
 }

@@ -97,7 +97,7 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
     s.stats.cap_reached = s.stats.cap_reached || search.stats.cap_reached;
     s.stats.time_limit_reached = s.stats.time_limit_reached || search.stats.time_limit_reached;
     return "a search for a plan below its peak stopped at " +
-           (search.stats.time_limit_reached ? std::string("the time limit")
+           (search.stats.time_limit_reached ? std::string(time.spent_on())
                                                    : "its cap of " + std::to_string(options.max_lower_sets) +
                                                          " lower sets and stages") +
            " after " + searched;
@@ -105,9 +105,14 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
   // The search is the exact programme below the bound: a plan it finds has
   // the least peak of all stage plans, and finding none proves s's peak least.
   const bool found = search.result.status != solve_status::infeasible;
-  if (found) s = search.result;
+  if (found) {
+    const std::string below_of = s.produced_by;
+    s = search.result;
+    s.produced_by = "dp below " + below_of;
+  }
   s.status = solve_status::optimal;
   s.peak_lower_bound = s.claimed_peak;
+  time.found_plan(s.claimed_peak);
   s.message = (found ? "least peak found by a search below the best fallback plan (" + searched + ")"
                      : "least peak proven: no stage plan peaks below this one (a search bounded by its peak "
                        "ended after " + searched + ")") +
@@ -116,9 +121,10 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
   return {};
 }
 
-// The budget of a lower bound: `bound_time_limit`, within `time`.
+// The budget of a lower bound: `bound_time_limit` (of work, under a work
+// limit), within `time`.
 inline time_budget bound_budget(const exact_options& options, const time_budget& time) {
-  return time_budget::within(options.bound_time_limit).at_most(time);
+  return time.next(options.bound_time_limit);
 }
 
 // Lifts s's peak bound above the per-op floor with a subgraph's least peak
@@ -138,6 +144,7 @@ inline std::string raise_peak_bound(const graph& g, const exact_options& options
                                std::to_string(bound.lower_sets) + " lower sets";
   // The bound never exceeds the least peak, so it cannot pass the plan's.
   s.peak_lower_bound = std::min(bound.bytes, s.claimed_peak);
+  time.found_bound(s.peak_lower_bound);
   if (s.peak_lower_bound == s.claimed_peak) {
     s.status = solve_status::optimal;
     return "least peak proven: the least peak of " + subgraph +
@@ -146,7 +153,7 @@ inline std::string raise_peak_bound(const graph& g, const exact_options& options
   return "the lower bound " + format_bytes(bound.bytes) +
          (bound.subgraph_optimum ? " is the least peak of " + subgraph
                                  : ": no stage plan of " + subgraph + " peaks below it") +
-         (bound.stopped ? " (the bound's search stopped at its time limit)" : "");
+         (bound.stopped ? " (the bound's search stopped at " + std::string(within.time.spent_on()) + ")" : std::string());
 }
 
 // No fallback plan meets the budget, and beyond the cap nothing says whether
@@ -241,6 +248,7 @@ inline solution run_fallback(const graph& g, std::string_view method, const exac
     s = method == "chain" ? solve_chain(g, d) : solve_approx(g, d);
   }
   s.best.method = std::string(method);
+  s.produced_by = std::string(method);
   return s;
 }
 
@@ -253,10 +261,6 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
                                   unproven_exact* defer = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   const time_budget& time = options.time;
-  // The lower bound after the fallbacks (raise_peak_bound,
-  // budget_out_of_reach) keeps its share of the time.
-  const auto reserve = std::min<time_budget::clock::duration>(
-      options.bound_time_limit, time.limited() ? time.left() / 4 : time_budget::clock::duration::max());
   solution s;
   auto done = [&] {
     s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -269,10 +273,12 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     s = std::move(regular);
     s.status = solve_status::optimal;
     s.recompute_lower_bound = 0;
+    s.produced_by = "none";
     s.message = "regular training already peaks at the per-op floor; nothing to recompute";
     s.best.method = "exact";
     return done();
   }
+  time.found_bound(floor);
   const precedence order = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   lower_set_options count;
   count.max_count = options.max_lower_sets + 1;
@@ -280,6 +286,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   count.time = time;
   const lower_set_count lower_sets = count_lower_sets(g, count);
   std::string exact_stopped_by;  // what stopped the exact programme, when it ran and stopped
+  solve_stats exact_stats;       // its flags, which a fallback's plan would otherwise drop
   if (defer) defer->over_cap = lower_sets.status != enumeration_status::complete;
   if (lower_sets.status == enumeration_status::complete) {
     // The exact programme gets three quarters of the time; the fallbacks
@@ -291,8 +298,11 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     exact_part.time = time.share(3, 4);
     exact_part.preserve_gradient_order = options.preserve_gradient_order;
     s = solve_dp(g, exact_part);
+    s.produced_by = "dp";
+    if (!s.best.steps.empty()) time.found_plan(s.claimed_peak);
     s.stats.set("lower sets", lower_sets.count);
     const bool stopped = s.stats.cap_reached || s.stats.time_limit_reached;
+    exact_stats = s.stats;
     exact_stopped_by = s.stats.time_limit_reached ? std::string(exact_part.time.spent_on())
                                                   : std::string("its cap on states or stages");
     if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) return done();
@@ -307,7 +317,9 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   std::string unproven;
   std::uint64_t known_feasible = std::numeric_limits<std::uint64_t>::max();  // a budget some fallback plan meets
   std::vector<std::string_view> fallbacks{"chain", "mincut", "ogc"};
-  const time_budget fallback_time = time.less(reserve);
+  // The lower bound after the fallbacks (raise_peak_bound,
+  // budget_out_of_reach) keeps its share: `bound_time_limit`, at most a quarter.
+  const time_budget fallback_time = time.less(options.bound_time_limit, 1, 4);
   if (g.size() <= 600) fallbacks.push_back("approx");
   for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
     solution other =
@@ -324,6 +336,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     if (!better) continue;
     s = std::move(other);
     s.peak_lower_bound = floor;
+    time.found_plan(s.claimed_peak);
     if (provable) {
       s.status = solve_status::feasible;
       unproven = detail::prove_least_peak(g, options, fallback_time, s);
@@ -343,8 +356,9 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   s.best.method = "exact";
   if (!proven) {
     if (s.status == solve_status::optimal) s.status = solve_status::feasible;
-    s.stats.cap_reached = s.stats.cap_reached || lower_sets.status == enumeration_status::cap_reached;
-    s.stats.time_limit_reached = s.stats.time_limit_reached ||
+    s.stats.cap_reached = s.stats.cap_reached || exact_stats.cap_reached ||
+                          lower_sets.status == enumeration_status::cap_reached;
+    s.stats.time_limit_reached = s.stats.time_limit_reached || exact_stats.time_limit_reached ||
                                  lower_sets.status == enumeration_status::time_limit_reached || time.expired();
     const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                                  (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
@@ -384,14 +398,14 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
   // which gets the whole bound time.
   const time_budget& time = options.time;
   detail::unproven_exact why_graph, why_other;
+  const budget_mark before_first = time.mark();
   solution first = detail::exact_in_id_order(g, options, floor, &why_graph);
-  const auto first_took = std::chrono::steady_clock::now() - start;
   // No order goes below the per-op floor, and none recomputes less than nothing.
   const bool unbeatable = first.status == solve_status::optimal &&
                           (options.goal == objective::memory ? first.claimed_peak == floor
                                                              : first.claimed_recompute == 0);
   std::vector<node_id> order;
-  if (!unbeatable && time.left() >= first_took && (options.order == order_choice::best || why_graph.over_cap))
+  if (!unbeatable && time.has_left(before_first) && (options.order == order_choice::best || why_graph.over_cap))
     order = consumers_first(g, options.preserve_gradient_order);
   if (order.empty() || is_id_order(order)) {
     if (!why_graph.tried.empty()) detail::finish_unproven(g, options, time, floor, first, why_graph);

@@ -85,7 +85,8 @@ inline kept_search_result improve_kept_set(const graph& g, node_set start, const
       ++out.passes;
       for (node_id v = 0; v < g.size(); ++v) {
         if (g.is_input(v)) continue;
-        if (options.time.expired()) {
+        // Each try builds and simulates a plan: its steps and edges.
+        if (options.time.charge(pass_work(g, 60) + out.figures.recompute_steps * 200)) {
           out.time_limit_reached = true;
           break;
         }

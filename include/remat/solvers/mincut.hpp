@@ -133,7 +133,8 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
   for (node_id v = 0; v < n; ++v) computed += g.is_input(v) ? 0 : 1;
   const std::size_t max_stages = std::max<std::size_t>(1, std::min(options.max_stages, computed));
   for (std::size_t k = 1; k <= max_stages; ++k) {
-    if (k > 1 && options.time.expired()) {
+    // The previous k cut the graph into k − 1 windows and simulated its plan.
+    if (k > 1 && options.time.charge(pass_work(g, 600))) {
       best.stats.time_limit_reached = true;
       break;
     }

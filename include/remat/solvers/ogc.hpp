@@ -156,7 +156,7 @@ class ogc_division {
     for (std::size_t step = stride; step >= 1 && !stopped; step /= 2) {
       for (std::size_t i = step - 1; i < terms.size(); i += step) {
         if (step < stride && (i + 1) % (2 * step) == 0) continue;  // tried at a coarser step
-        if (stats.terms_tried > 0 && time.expired()) {
+        if (stats.terms_tried > 0 && time.charge(pieces_.size() * 20)) {
           stopped = stats.time_limit_reached = true;
           break;
         }
@@ -329,7 +329,7 @@ class ogc_division {
     };
     std::vector<node_set> below, above;
     for (std::uint32_t c : candidates) {
-      if (time_.expired()) break;
+      if (time_.charge((p + edges.size()) * 20)) break;
       below.push_back(closure(c, out));
       above.push_back(closure(c, in));
     }
@@ -338,7 +338,7 @@ class ogc_division {
     const auto entry_local = static_cast<std::uint32_t>(local[entry]);
     const auto exit_local = static_cast<std::uint32_t>(local[exit]);
     for (std::size_t a = 0; a < candidates.size(); ++a) {
-      if (below.size() < candidates.size() || time_.expired()) {
+      if (below.size() < candidates.size() || time_.charge(candidates.size() * (p / 64 + 1) * 20)) {
         stats.division_incomplete = stats.time_limit_reached = true;
         break;
       }

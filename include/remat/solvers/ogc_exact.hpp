@@ -147,7 +147,9 @@ class segment_sweep {
       for (segment_state& s : states) {
         // insert() checks the time every 1024 labels, which many states of
         // few labels each take seconds to reach.
-        if (options_.time.expired()) {
+        std::size_t width = 0;  // a transition copies and hashes the groups' frontiers
+        for (const segment_group& group : s.groups) width += group.frontier.size() + 1;
+        if (options_.time.charge(width * 100 + s.rows.size() * 20 + 1000)) {
           stats.time_limit_reached = true;
           stopped_bound_ = bound_over(states);
           return std::nullopt;
@@ -342,6 +344,16 @@ class segment_sweep {
 
   bool insert(segment_state& target, std::uint64_t kept, std::uint64_t closed, const std::vector<std::uint64_t>& open,
               std::uint32_t parent, bool keep) {
+    // An insert scans the target's rows for dominance: its work is their size.
+    work_pending_ += target.rows.size() + 32;
+    if (work_pending_ >= (std::uint64_t{1} << 16)) {
+      const bool spent = options_.time.charge(work_pending_ / 2);
+      work_pending_ = 0;
+      if (spent) {
+        stats.time_limit_reached = true;
+        return false;
+      }
+    }
     const std::size_t stride = target.stride();
     const std::uint64_t settled = kept + closed;
     auto no_larger = [](const std::uint64_t* a, const std::uint64_t* b, std::size_t n) {
@@ -373,10 +385,6 @@ class segment_sweep {
       stats.cap_reached = true;
       return false;
     }
-    if ((stats.labels & 1023U) == 0 && options_.time.expired()) {
-      stats.time_limit_reached = true;
-      return false;
-    }
     return true;
   }
 
@@ -392,6 +400,7 @@ class segment_sweep {
   std::vector<node_id> order_;
   std::vector<trail_entry> trail_;
   std::uint64_t stopped_bound_ = 0;
+  std::uint64_t work_pending_ = 0;  // units not yet charged
 };
 
 // First-improvement local search: toggles one checkpoint at a time while
@@ -401,7 +410,7 @@ inline segment_cost polish_segments(const graph& g, node_set& kept, segment_cost
   for (bool improved = true; improved;) {
     improved = false;
     for (node_id v = 0; v < g.size(); ++v) {
-      if (time.expired()) return cost;
+      if (time.charge(pass_work(g, 20))) return cost;
       if (is_segment_endpoint(g, v)) continue;
       kept.set(v, !kept.contains(v));
       const segment_cost trial = evaluate_segments(g, kept);
@@ -442,6 +451,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
                                              const node_set* incumbent = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   const auto grace_time = std::max<time_budget::clock::duration>(options.time.limited() ? options.time.left() / 50 : time_budget::clock::duration::zero(), std::chrono::milliseconds(100));
+  const std::uint64_t grace_work = std::max<std::uint64_t>(options.time.work_left() / 50, 100'000'000);
   segment_solution out;
   out.kept = node_set(g.size());
   for (node_id v = 0; v < g.size(); ++v)
@@ -497,10 +507,9 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
       out.stats.cap_reached = sweep.stats.cap_reached;
       out.stats.time_limit_reached = sweep.stats.time_limit_reached;
       // The packing bound looks at the whole graph at once, where the sweeps
-      // stopped low; it may take a fiftieth of the time past the limit, or
-      // 100 ms.
-      const time_budget grace = options.time.limited() ? time_budget::until(options.time.deadline() + grace_time)
-                                                       : options.time;
+      // stopped low; it may take a fiftieth of the time (and work) past the
+      // limit, or 100 ms (10⁸ units).
+      const time_budget grace = options.time.extended(grace_time, grace_work);
       out.lower_bound = std::max({lower, sweep.stopped_bound(), segment_packing_bound(g, grace)});
       if (out.lower_bound >= out.cost.total()) {
         out.optimal = true;

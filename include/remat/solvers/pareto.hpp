@@ -54,8 +54,8 @@ namespace detail {
 
 // What a sampled frontier says of itself. `small`: over all lower-set chains
 // (else the prefix family); `complete`: every stage was enumerated;
-// `timed_out`: the time limit ended the sampling; `stand_ins`: the points that
-// are least-kept plans, their budgets' labels past the cap or the time limit.
+// `timed_out`: the time or work limit ended the sampling; `stand_ins`: the points that
+// are least-kept plans, their budgets' labels past the cap or the time or work limit.
 inline std::string sampled_message(bool small, bool complete, bool timed_out, std::size_t stand_ins) {
   std::string message = std::string(small ? "all lower-set chains" : "the prefix family") +
                         ": too many Pareto labels for the exact frontier; sampled at " +
@@ -63,10 +63,10 @@ inline std::string sampled_message(bool small, bool complete, bool timed_out, st
   if (stand_ins > 0)
     message += " except " + std::to_string(stand_ins) +
                " least-kept plans within theirs (marked; their recompute is not the least: the labels for those "
-               "budgets outgrew the cap or the time limit)";
+               "budgets outgrew the cap or the time or work limit)";
   message += ", points between them may be missing";
-  if (!complete) message += "; stopped by a cap or the time limit, so the samples are over the stages found";
-  if (timed_out) message += "; the time limit ended the sampling";
+  if (!complete) message += "; stopped by a cap or the time or work limit, so the samples are over the stages found";
+  if (timed_out) message += "; the time or work limit ended the sampling";
   return message;
 }
 
@@ -144,7 +144,7 @@ inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& 
     out.points.push_back({r.result.claimed_peak, r.result.claimed_recompute, r.result.best.stage_of, {}});
     out.stats = r.result.stats;
     out.status = solve_status::feasible;
-    out.message = std::string("stopped by the time limit before the frontier: one point, the least peak of ") +
+    out.message = "stopped by " + std::string(options.time.spent_on()) + " before the frontier: one point, the least peak of " +
                   (small ? "all lower-set chains" : "the prefix family (more than " +
                                                         std::to_string(options.max_lower_sets) + " lower sets)") +
                   (r.complete ? "" : " over the stages found, not proven") + ", with a least-kept plan";
@@ -165,25 +165,18 @@ inline pareto_result frontier_in_id_order(const graph& g, const pareto_options& 
   out.stats = r.result.stats;
   if (r.result.status == solve_status::infeasible || r.result.status == solve_status::stopped) {
     out.status = r.result.status;
-    out.message = r.complete ? "no plan peaks within the limit" : "stopped by the time limit before any plan";
+    out.message = r.complete ? "no plan peaks within the limit" : "stopped by " + std::string(options.time.spent_on()) + " before any plan";
     return out;
   }
   out.status = r.complete ? solve_status::optimal : solve_status::feasible;
   out.message = small ? "exact frontier over all lower-set chains"
                       : "the graph has more than " + std::to_string(options.max_lower_sets) +
                             " lower sets: frontier of the prefix family (stages are id intervals)";
-  if (!r.complete) out.message += "; stopped by the time limit, so points may be missing";
+  if (!r.complete) out.message += "; stopped by " + std::string(options.time.spent_on()) + ", so points may be missing";
   return out;
 }
 
-}  // namespace detail
-
-/// Computes the frontier over all lower-set chains when the graph has at most
-/// `max_lower_sets` of them, else over the prefix family (stages = id
-/// intervals), and says which; in the orders `options.order` names. Status
-/// `optimal` only when every order's frontier is exact. Complexity: that of
-/// solve_dp with three-dimensional fronts, once per order.
-inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+inline pareto_result frontier_in_orders(const graph& g, const pareto_options& options) {
   if (options.order == order_choice::graph) return detail::frontier_in_id_order(g, options);
   // `automatic` decides before the first frontier, which it gives the whole
   // time limit within the cap and half of it past the cap.
@@ -194,7 +187,6 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
     count.constraints = &constraints;
     if (count_lower_sets(g, count).status == enumeration_status::complete) return detail::frontier_in_id_order(g, options);
   }
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
   if (is_id_order(order)) return detail::frontier_in_id_order(g, options);
   auto in_order = [&](const pareto_options& o) {
@@ -235,6 +227,20 @@ inline pareto_result pareto_frontier(const graph& g, const pareto_options& optio
   out.message += "; stage plans run in the graph's order or the consumers-first order";
   out.stats = first.stats;
   out.stats += second.stats;
+  return out;
+}
+
+}  // namespace detail
+
+/// Computes the frontier over all lower-set chains when the graph has at most
+/// `max_lower_sets` of them, else over the prefix family (stages = id
+/// intervals), and says which; in the orders `options.order` names. Status
+/// `optimal` only when every order's frontier is exact. Complexity: that of
+/// solve_dp with three-dimensional fronts, once per order. `stats.seconds`
+/// is the wall time of the whole call, counting and both orders included.
+inline pareto_result pareto_frontier(const graph& g, const pareto_options& options = {}) {
+  const auto start = std::chrono::steady_clock::now();
+  pareto_result out = detail::frontier_in_orders(g, options);
   out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -138,6 +138,7 @@ class stage_evaluator {
     }
     cur -= params_in_stage;
     std::uint64_t released = 0;
+    nodes_walked_ += frontier.size();
     for (node_id u : frontier) {
       std::uint32_t waiting = 0;  // consumers in L ∪ V
       if (counts) {
@@ -163,6 +164,10 @@ class stage_evaluator {
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
     return out;
   }
+
+  /// Stage and frontier nodes walked so far, a measure of the work done
+  /// (time_budget::charge).
+  std::uint64_t nodes_walked() const noexcept { return nodes_walked_; }
 
  private:
   enum : std::uint8_t { in_stage = 1, kept = 2, alive = 4, grad = 8, recomputed = 16 };
@@ -303,6 +308,7 @@ class stage_evaluator {
     for (node_id v : head) mark(v, in_stage);
     std::uint64_t start = base;
     enter_nodes(head, [&](node_id v) { return consumers_outside(v); }, out.kept_added, out.params, start);
+    nodes_walked_ += frontier.size();
     for (node_id u : frontier) {
       std::uint32_t waiting = 0;
       for (node_id s : g_.successors(u)) waiting += (in_base(s) || in_v(s)) ? 1 : 0;
@@ -603,6 +609,7 @@ class stage_evaluator {
   // mark_[v]: the stamp of the evaluation that last marked v, shifted, over
   // its flags: one load tells whether a flag is set in this evaluation.
   void mark(node_id v, std::uint8_t f) {
+    ++nodes_walked_;
     if ((mark_[v] >> 8) != stamp_) mark_[v] = stamp_ << 8;
     mark_[v] |= f;
   }
@@ -625,6 +632,7 @@ class stage_evaluator {
   std::vector<std::uint8_t> read_by_backward_;
   node_id walked_last_ = 0;
   std::uint64_t stamp_ = 0;
+  std::uint64_t nodes_walked_ = 0;
   std::uint64_t resident_ = 0, total_params_ = 0;
   std::vector<std::uint64_t> params_before_piece_;
   std::vector<std::vector<std::array<piece_run, 2>>> runs_;  // empty: no summaries

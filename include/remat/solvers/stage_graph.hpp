@@ -147,10 +147,21 @@ class stage_graph {
     return st.local.contains(u - pc.first);
   }
 
+  // Work units a stage, label or principal set costs, and a node the
+  // evaluator walks, charged every 256 steps (time_budget::charge;
+  // calibrated in docs/algorithms.md).
+  static constexpr std::uint64_t step_work = 30, node_work = 10;
+  std::uint64_t work_since_charge() {
+    const std::uint64_t walked = evaluator_.nodes_walked();
+    const std::uint64_t units = 256 * step_work + (walked - walked_charged_) * node_work;
+    walked_charged_ = walked;
+    return units;
+  }
+
   // The time limit alone (the label phase creates no states or stages). Sticky:
   // once the enumeration ran out of time, the labels do not start.
   bool time_is_up() {
-    if (!stats_.time_limit_reached && (++clock_checks_ & 255) == 0 && options_.time.expired())
+    if (!stats_.time_limit_reached && (++clock_checks_ & 255) == 0 && options_.time.charge(work_since_charge()))
       stats_.time_limit_reached = true;
     return stats_.time_limit_reached;
   }
@@ -160,7 +171,7 @@ class stage_graph {
       stats_.cap_reached = true;
       return true;
     }
-    if ((++clock_checks_ & 255) == 0 && options_.time.expired()) {
+    if ((++clock_checks_ & 255) == 0 && options_.time.charge(work_since_charge())) {
       stats_.time_limit_reached = true;
       return true;
     }
@@ -511,6 +522,7 @@ class stage_graph {
   std::vector<std::uint32_t> stage_consumers_;
   std::vector<std::uint32_t> base_consumers_;  // per frontier node of the state expanded: consumers in it
   std::uint64_t clock_checks_ = 0;
+  std::uint64_t walked_charged_ = 0;
   dp_stats stats_;
 };
 

@@ -151,7 +151,7 @@ inline void grow_by_ears(const graph& g, const series_decomposition& pieces, std
   std::vector<std::uint64_t> up(n), down(n);
   std::vector<node_id> up_from(n), down_to(n);
   for (;;) {
-    if (time.expired()) break;
+    if (time.charge(pass_work(g, 30))) break;
     // up[v]: heaviest path ending at v that leaves a kept node; down[v] the same to a kept node.
     for (node_id v = 0; v < n; ++v) {
       up[v] = 0;
@@ -229,7 +229,7 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
     const std::size_t before = taken();
     if (cap > 0) detail::grow_by_ears(g, pieces, keep, cap, options.time);
     if (cap > 0 && taken() == before) continue;
-    if (options.time.expired()) {  // a subgraph of a large graph takes a while to build
+    if (options.time.charge(pass_work(g, 30))) {  // a subgraph of a large graph takes a while to build
       out.stopped = true;
       return out;
     }

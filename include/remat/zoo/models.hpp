@@ -3,10 +3,11 @@
 /// \file
 /// The model zoo: the 18 networks of the Optimal Gradient Checkpointing
 /// benchmark (Feng & Huang, CVPR 2021) as op-level graphs, at the batch and
-/// input sizes of its table by default.
+/// input sizes of its table by default, and GoogLeNet at the size of Kusumoto
+/// et al.'s published graph (batch 32, 224²).
 ///
 /// The ImageNet models follow torchvision's definitions (torchvision/models/
-/// alexnet.py, vgg.py, resnet.py, densenet.py, inception.py) in training mode;
+/// alexnet.py, vgg.py, resnet.py, densenet.py, inception.py, googlenet.py) in training mode;
 /// their parameter counts equal torchvision's `num_params` exactly. The CIFAR-10
 /// models are DARTS-code-base `NetworkCIFAR`s (nas.hpp). Node names are the
 /// PyTorch module paths; docs/zoo.md lists what was built and how it was checked.
@@ -300,6 +301,63 @@ inline void inception_v3(network_builder& b, const model_sizes& s) {
   classify(b, x, labels, s.classes, "fc");
 }
 
+// GoogLeNet's (Inception v1's) block as torchvision builds it: the "5×5"
+// branch uses a 3×3 convolution (torchvision keeps that for its weights) and
+// the pool branch a 3×3 max pool with ceil mode.
+inline tensor inception_v1(network_builder& b, const std::string& at, const tensor& x, std::int64_t ch1x1,
+                           std::int64_t ch3x3red, std::int64_t ch3x3, std::int64_t ch5x5red, std::int64_t ch5x5,
+                           std::int64_t pool_proj) {
+  const tensor b1 = basic_conv(b, at + ".branch1", x, conv(ch1x1, 1));
+  tensor b2 = basic_conv(b, at + ".branch2.0", x, conv(ch3x3red, 1));
+  b2 = basic_conv(b, at + ".branch2.1", b2, conv(ch3x3, 3, 1, 1));
+  tensor b3 = basic_conv(b, at + ".branch3.0", x, conv(ch5x5red, 1));
+  b3 = basic_conv(b, at + ".branch3.1", b3, conv(ch5x5, 3, 1, 1));
+  pool_options p = pool(3, 1, 1);
+  p.ceil_mode = true;
+  const tensor b4 = basic_conv(b, at + ".branch4.1", b.max_pool(at + ".branch4.0", x, p), conv(pool_proj, 1));
+  return b.concat(at + ".concat", {b1, b2, b3, b4});
+}
+
+// GoogLeNet's auxiliary classifier, its loss weighted 0.3 as in Szegedy et al.
+inline void googlenet_aux(network_builder& b, const std::string& at, const std::string& loss, const tensor& x,
+                          const tensor& labels, std::int64_t classes) {
+  tensor a = basic_conv(b, at + ".conv", b.adaptive_avg_pool(at + ".avgpool", x, 4, 4), conv(128, 1));
+  a = b.relu(at + ".relu", b.linear(at + ".fc1", b.flatten(at + ".flatten", a), 1024));
+  a = b.linear(at + ".fc2", b.dropout(at + ".dropout", a, 0.7), classes);
+  b.softmax_cross_entropy(loss, a, labels, 0.3);
+}
+
+// GoogLeNet (Inception v1) in training mode with both auxiliary classifiers;
+// transform_input off.
+inline void googlenet(network_builder& b, const model_sizes& s) {
+  tensor x = b.input("input", {s.batch, 3, s.height, s.width});
+  const tensor labels = b.labels("labels", s.batch);
+  pool_options down = pool(3, 2);
+  down.ceil_mode = true;
+  x = basic_conv(b, "conv1", x, conv(64, 7, 2, 3));
+  x = b.max_pool("maxpool1", x, down);
+  x = basic_conv(b, "conv2", x, conv(64, 1));
+  x = basic_conv(b, "conv3", x, conv(192, 3, 1, 1));
+  x = b.max_pool("maxpool2", x, down);
+  x = inception_v1(b, "inception3a", x, 64, 96, 128, 16, 32, 32);
+  x = inception_v1(b, "inception3b", x, 128, 128, 192, 32, 96, 64);
+  x = b.max_pool("maxpool3", x, down);
+  x = inception_v1(b, "inception4a", x, 192, 96, 208, 16, 48, 64);
+  googlenet_aux(b, "aux1", "aux1_loss", x, labels, s.classes);
+  x = inception_v1(b, "inception4b", x, 160, 112, 224, 24, 64, 64);
+  x = inception_v1(b, "inception4c", x, 128, 128, 256, 24, 64, 64);
+  x = inception_v1(b, "inception4d", x, 112, 144, 288, 32, 64, 64);
+  googlenet_aux(b, "aux2", "aux2_loss", x, labels, s.classes);
+  x = inception_v1(b, "inception4e", x, 256, 160, 320, 32, 128, 128);
+  pool_options last = pool(2, 2);
+  last.ceil_mode = true;
+  x = b.max_pool("maxpool4", x, last);
+  x = inception_v1(b, "inception5a", x, 256, 160, 320, 32, 128, 128);
+  x = inception_v1(b, "inception5b", x, 384, 192, 384, 48, 128, 128);
+  x = b.dropout("dropout", b.adaptive_avg_pool("avgpool", x, 1, 1), 0.2);
+  classify(b, x, labels, s.classes, "fc");
+}
+
 inline void nas_cifar(network_builder& b, const model_sizes& s, const char* cell, std::int64_t cells) {
   nas_options o;
   o.cell = cell;
@@ -392,6 +450,11 @@ inline const std::vector<model_entry>& registry() {
     m.push_back({describe("darts-cifar10", "darts", 64, 32, 10, 3300000, 100000, nas_counted,
                           "DARTS NetworkCIFAR, genotype DARTS_V2, C=36, 20 cells, auxiliary head; DARTS 3.3M"),
                  [](b_t& b, const s_t& s) { nas_cifar(b, s, "darts", 20); }});
+    // Kusumoto et al.'s networks beside the OGC table, at their published graphs' sizes.
+    m.push_back({describe("googlenet", "inception", 32, 224, 1000, 13004888, 1,
+                          "all parameters, both auxiliary classifiers included",
+                          tv + "googlenet (training mode, aux_logits=True); Kusumoto et al.'s GoogLeNet, batch 32"),
+                 [](b_t& b, const s_t& s) { googlenet(b, s); }});
     return m;
   }();
   return all;
@@ -407,7 +470,7 @@ inline const model_entry& find_entry(std::string_view name) {
 
 }  // namespace detail
 
-/// The zoo's models, in the OGC table's order.
+/// The zoo's models: the OGC table's, in its order, then GoogLeNet.
 inline const std::vector<model_info>& models() {
   static const std::vector<model_info> all = [] {
     std::vector<model_info> out;
@@ -421,7 +484,8 @@ inline const std::vector<model_info>& models() {
 inline const model_info& find_model(std::string_view name) { return detail::find_entry(name).info; }
 
 /// Builds model `name` as a training graph (inputs `input` and `labels`, loss
-/// `loss`, and `aux_loss` for models with an auxiliary classifier), named
+/// `loss`, and `aux_loss` for models with an auxiliary classifier, `aux1_loss`
+/// and `aux2_loss` for GoogLeNet's two), named
 /// after the model. \throws remat::error for an unknown model, device or an
 /// input too small for the network, naming the node.
 /// Complexity: linear in the number of nodes (a few thousand at most).
