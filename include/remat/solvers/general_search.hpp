@@ -154,7 +154,7 @@ struct general_search_options {
 };
 
 /// The method `general-search`: `exact` (a third of the budget) and
-/// `kept-search` (a third of what is left) give the starting plans; the rest
+/// `kept-search` (half of what is left) give the starting plans; the rest
 /// is shared between the two searches. `feasible`, with the per-op floor as
 /// the bound (the stage optimum bounds stage plans only).
 inline solution solve_general_search(const graph& g, const general_search_options& options = {}) {
