@@ -89,7 +89,8 @@ class work_meter {
 
  private:
   friend class time_budget;
-  // The clock is looked at once every this many units (about 4 ms of search).
+  // The clock is looked at once every this many units (a few milliseconds
+  // of search), not on every charge.
   static constexpr std::uint64_t look_every = std::uint64_t{1} << 22;
 
   std::uint64_t done_ = 0;
@@ -186,7 +187,7 @@ class time_budget {
   bool has_left(const budget_mark& since) const noexcept {
     const clock::time_point now = clock::now();
     if (limited() && deadline_ - std::min(deadline_, now) < now - since.time) return false;
-    return !work_limited() || work_deadline_ - std::min(work_deadline_, work_->done()) >= work_->done() - since.work;
+    return !work_limited() || work_left() >= work_->done() - since.work;
   }
 
   /// This budget, ending also when `ceiling` is passed; `ceiling` must

@@ -348,6 +348,19 @@ struct stage_run {
   }
 };
 
+/// What a stage plan keeps from the forward: each computed value a later
+/// stage reads, and each sink whose backward reads its output.
+inline std::vector<char> stage_boundary(const graph& g, std::span<const std::uint32_t> stage_of) {
+  std::vector<char> boundary(g.size(), 0);
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    if (g.is_input(v)) continue;
+    if (g.successors(v).empty() && reads_output(g.reads(v))) boundary[v] = 1;
+    for (node_id s : g.successors(v))
+      if (stage_of[s] > stage_of[v]) boundary[v] = 1;
+  }
+  return boundary;
+}
+
 }  // namespace detail
 
 /// Checks that `stage_of` assigns every non-input node a stage no earlier than
@@ -390,12 +403,7 @@ inline schedule schedule_from_stages(const graph& g, std::span<const std::uint32
   const std::vector<node_id> last = detail::last_consumers(g, position);
   const detail::operands_in_order operands(g, position, false);
 
-  std::vector<char> boundary(n, 0);
-  for (node_id v : sequence) {
-    if (g.successors(v).empty() && reads_output(g.reads(v))) boundary[v] = 1;
-    for (node_id s : g.successors(v))
-      if (stage_of[s] > stage_of[v]) boundary[v] = 1;
-  }
+  const std::vector<char> boundary = detail::stage_boundary(g, stage_of);
 
   schedule out;
   out.reserve(4 * n);

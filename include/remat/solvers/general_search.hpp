@@ -10,9 +10,9 @@
 /// mode flipped, a value added to or taken from the kept set, two adjacent
 /// stages merged. Each try builds and simulates a plan: O(n log n + m +
 /// recomputes). Its plan is never above either start (a stage optimum and a
-/// kept-set local optimum), and on 10⁴ small random DAGs the family's own
-/// optimum lies below the stage optimum on 40% of them
-/// (tests/solvers/test_general_family.cpp). No optimality is claimed: the
+/// kept-set local optimum), and on small random DAGs the family's own
+/// optimum often lies below the stage optimum (docs/algorithms.md measures
+/// how often, with tests/solvers/test_general_family.cpp). No optimality is claimed: the
 /// bound is the per-op floor, the one bound that holds for every schedule.
 
 #include <remat/config.hpp>
@@ -57,12 +57,9 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
   out.kept = node_set(g.size());
   if (!s.stage_of.empty()) {
     out.stage_of = s.stage_of;
-    for (node_id v = 0; v < g.size(); ++v) {
-      if (g.is_input(v)) continue;
-      if (g.successors(v).empty() && reads_output(g.reads(v))) out.kept.insert(v);
-      for (node_id c : g.successors(v))
-        if (s.stage_of[c] > s.stage_of[v]) out.kept.insert(v);
-    }
+    const std::vector<char> boundary = detail::stage_boundary(g, s.stage_of);
+    for (node_id v = 0; v < g.size(); ++v)
+      if (boundary[v]) out.kept.insert(v);
   } else {
     out.stage_of.assign(g.size(), 0);
     out.kept = s.kept;
@@ -210,7 +207,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
   s.stats.time_limit_reached = stopped;
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (s.status == solve_status::infeasible) return s;
-  // Tenths of a percent below exact's peak, rounded down: "12.3%".
+  // How far below exact's peak, in tenths of a percent rounded down.
   const std::uint64_t tenths =
       s.figures.peak_bytes < stages.figures.peak_bytes
           ? static_cast<std::uint64_t>(1000.0 * (1.0 - static_cast<double>(s.figures.peak_bytes) /

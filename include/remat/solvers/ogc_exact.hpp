@@ -508,7 +508,7 @@ inline segment_solution solve_segments_exact(const graph& g, const segment_dp_op
       out.stats.time_limit_reached = sweep.stats.time_limit_reached;
       // The packing bound looks at the whole graph at once, where the sweeps
       // stopped low; it may take a fiftieth of the time (and work) past the
-      // limit, or 100 ms (10⁸ units).
+      // limit, or 100 ms (as many nominal nanoseconds of work).
       const time_budget grace = options.time.extended(grace_time, grace_work);
       out.lower_bound = std::max({lower, sweep.stopped_bound(), segment_packing_bound(g, grace)});
       if (out.lower_bound >= out.cost.total()) {
