@@ -9,7 +9,9 @@
 #endif
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "remat/cuda/device.hpp"
@@ -26,6 +28,15 @@
   } while (false)
 
 namespace remat::cuda::detail {
+
+template <class Handle, auto destroy>
+struct destroyer {
+  void operator()(Handle h) const noexcept { (void)destroy(h); }
+};
+
+/// A CUDA, cuDNN or cuBLAS handle or descriptor, destroyed with its owner.
+template <class Handle, auto destroy>
+using owned = std::unique_ptr<std::remove_pointer_t<Handle>, destroyer<Handle, destroy>>;
 
 // cuDNN and cuBLAS failures: what failed, for which node.
 #if REMAT_WITH_CUDNN

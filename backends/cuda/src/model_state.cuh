@@ -21,15 +21,6 @@
 
 namespace remat::cuda::detail {
 
-template <class Handle, auto destroy>
-struct destroyer {
-  void operator()(Handle h) const noexcept { (void)destroy(h); }
-};
-
-/// A CUDA, cuDNN or cuBLAS handle or descriptor, destroyed with its owner.
-template <class Handle, auto destroy>
-using owned = std::unique_ptr<std::remove_pointer_t<Handle>, destroyer<Handle, destroy>>;
-
 using tensor_descriptor = owned<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 using filter_descriptor = owned<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using convolution_descriptor = owned<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;

@@ -38,14 +38,9 @@
 
 #include "model.hpp"
 #include "plan.hpp"
+#include "storage.hpp"
 
 namespace remat::cuda {
-
-/// Where an executor keeps values, gradients and parameter gradients.
-enum class storage : std::uint8_t {
-  arena,  ///< one allocation laid out ahead by the core (sizes known: the default)
-  pool,   ///< cudaMallocAsync / cudaFreeAsync from the executor's own pool, per buffer, in stream order
-};
 
 struct executor_options {
   cuda::storage storage = storage::arena;
