@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <new>
 
 #include <remat/config.hpp>
@@ -12,8 +11,6 @@
 namespace remat::cpu {
 
 namespace {
-
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
 struct aligned_delete {
   std::align_val_t alignment;
@@ -31,58 +28,47 @@ aligned_bytes allocate(std::uint64_t bytes, std::uint64_t alignment) {
 }  // namespace
 
 struct engine_executor::state {
-  graph g;
-  schedule steps;
+  engine_schedule plan;
   engine_executor_options options;
-  simulation simulated;
-  arena_layout layout;
   aligned_bytes arena{nullptr, aligned_delete{std::align_val_t{64}}};
   std::vector<aligned_bytes> held;  // storage::heap, by buffer
   std::uint64_t allocated = 0, allocated_high = 0;
-  std::vector<std::size_t> kept;            // by node: its value's buffer after the last run
-  std::vector<std::size_t> parameter_grad;  // by node
+  held_buffers held_after;
 
   void* address(std::size_t b) const noexcept {
-    if (options.storage == engine_storage::arena) return arena.get() + layout.buffers[b].offset;
+    if (options.storage == engine_storage::arena) return arena.get() + plan.layout.buffers[b].offset;
     return held[b].get();
   }
   void acquired(std::size_t b) {
     if (options.storage != engine_storage::heap) return;
     REMAT_ASSERT(!held[b]);
-    held[b] = allocate(layout.buffers[b].bytes, options.alignment);
-    allocated += layout.buffers[b].bytes;
+    held[b] = allocate(plan.layout.buffers[b].bytes, options.alignment);
+    allocated += plan.layout.buffers[b].bytes;
     allocated_high = std::max(allocated_high, allocated);
   }
   void released(std::size_t b) noexcept {
     if (options.storage != engine_storage::heap) return;
     held[b].reset();
-    allocated -= layout.buffers[b].bytes;
+    allocated -= plan.layout.buffers[b].bytes;
   }
   void drop_all() noexcept {
     for (std::size_t b = 0; b < held.size(); ++b)
       if (held[b]) released(b);
-    std::fill(kept.begin(), kept.end(), none);
-    std::fill(parameter_grad.begin(), parameter_grad.end(), none);
+    held_after.forget();
   }
 };
 
 engine_executor::engine_executor(graph g, schedule steps, const engine_executor_options& options)
     : state_(std::make_unique<state>()) {
   state& s = *state_;
-  s.g = std::move(g);
-  s.steps = std::move(steps);
+  s.plan = engine_schedule(std::move(g), std::move(steps), options.alignment, options.record_timeline);
   s.options = options;
-  simulate_options check;
-  check.record_timeline = options.record_timeline;
-  s.simulated = simulate(s.g, s.steps, check);  // throws invalid_schedule naming the step
-  s.layout = assign_offsets(buffer_lifetimes(s.g, s.steps), s.steps.size(), options.alignment);
   if (options.storage == engine_storage::arena) {
-    s.arena = allocate(s.layout.arena_bytes, options.alignment);
+    s.arena = allocate(s.plan.layout.arena_bytes, options.alignment);
   } else {
-    s.held.resize(s.layout.buffers.size());
+    s.held.resize(s.plan.layout.buffers.size());
   }
-  s.kept.assign(s.g.size(), none);
-  s.parameter_grad.assign(s.g.size(), none);
+  s.held_after = held_buffers(s.plan.g.size());
 }
 
 engine_executor::~engine_executor() = default;
@@ -91,49 +77,42 @@ engine_executor& engine_executor::operator=(engine_executor&&) noexcept = defaul
 
 engine_report engine_executor::run(engine_ref e, std::span<const void* const> input_values) {
   state& s = *state_;
-  check_input_values(s.g, input_values);
+  const engine_schedule& p = s.plan;
+  check_input_values(p.g, input_values);
   s.drop_all();
   s.allocated_high = 0;
 
   const auto started = std::chrono::steady_clock::now();
-  memory_ledger ledger(s.g.param_bytes(), s.g.input_bytes(), s.options.record_timeline);
-  schedule_walk walk(s.g, s.steps, s.layout, ledger);
+  memory_ledger ledger(p.g.param_bytes(), p.g.input_bytes(), s.options.record_timeline);
+  schedule_walk walk(p.g, p.steps, p.layout, ledger);
   try {
-    run_engine(walk, s.g, s.layout, s, input_values, e, nullptr);
+    run_engine(walk, p.g, p.layout, s, input_values, e, nullptr);
   } catch (...) {
     s.drop_all();
     throw;
   }
-  for (std::size_t b : walk.live()) {
-    const buffer_lifetime& buffer = s.layout.buffers[b];
-    if (buffer.category == memory_category::parameter_gradients) s.parameter_grad[buffer.node] = b;
-    if (buffer.category == memory_category::activations || buffer.category == memory_category::recomputed)
-      s.kept[buffer.node] = b;
-  }
+  s.held_after.record(p.layout, walk.live());
 
   engine_report report;
-  report.peak_bytes = ledger.peak_bytes();
-  report.peak_step = ledger.peak_step();
-  report.at_peak = ledger.at_peak();
-  report.timeline = ledger.timeline();
-  report.allocated_high = s.options.storage == engine_storage::heap ? s.allocated_high : s.layout.arena_bytes;
+  report.take_ledger(ledger);
+  report.allocated_high = s.options.storage == engine_storage::heap ? s.allocated_high : p.layout.arena_bytes;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 
 void* engine_executor::parameter_gradient(node_id v) const noexcept {
-  if (v >= state_->parameter_grad.size() || state_->parameter_grad[v] == none) return nullptr;
-  return state_->address(state_->parameter_grad[v]);
+  const std::size_t b = state_->held_after.parameter_gradient(v);
+  return b == held_buffers::none ? nullptr : state_->address(b);
 }
 
 const void* engine_executor::kept_value(node_id v) const noexcept {
-  if (v >= state_->kept.size() || state_->kept[v] == none) return nullptr;
-  return state_->address(state_->kept[v]);
+  const std::size_t b = state_->held_after.value(v);
+  return b == held_buffers::none ? nullptr : state_->address(b);
 }
 
-const graph& engine_executor::network() const noexcept { return state_->g; }
-const schedule& engine_executor::steps() const noexcept { return state_->steps; }
-const simulation& engine_executor::simulated() const noexcept { return state_->simulated; }
-const arena_layout& engine_executor::layout() const noexcept { return state_->layout; }
+const graph& engine_executor::network() const noexcept { return state_->plan.g; }
+const schedule& engine_executor::steps() const noexcept { return state_->plan.steps; }
+const simulation& engine_executor::simulated() const noexcept { return state_->plan.simulated; }
+const arena_layout& engine_executor::layout() const noexcept { return state_->plan.layout; }
 
 }  // namespace remat::cpu

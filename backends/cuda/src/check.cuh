@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <remat/runtime/layout.hpp>
+
 #include "remat/cuda/device.hpp"
 
 #define REMAT_CUDA_STRINGIFY_(x) #x
@@ -37,6 +39,18 @@ struct destroyer {
 /// A CUDA, cuDNN or cuBLAS handle or descriptor, destroyed with its owner.
 template <class Handle, auto destroy>
 using owned = std::unique_ptr<std::remove_pointer_t<Handle>, destroyer<Handle, destroy>>;
+
+// What a buffer of category c holds, for out-of-memory messages.
+inline std::string what_it_holds(memory_category c) {
+  switch (c) {
+    case memory_category::activations:
+    case memory_category::recomputed: return "its value";
+    case memory_category::gradients: return "a gradient";
+    case memory_category::parameter_gradients: return "its parameter gradient";
+    case memory_category::workspace: return "its workspace";
+  }
+  return "a buffer";
+}
 
 // cuDNN and cuBLAS failures: what failed, for which node.
 #if REMAT_WITH_CUDNN

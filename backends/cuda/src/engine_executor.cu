@@ -18,19 +18,6 @@
 namespace remat::cuda {
 namespace {
 
-constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-
-std::string what_it_holds(memory_category c) {
-  switch (c) {
-    case memory_category::activations:
-    case memory_category::recomputed: return "its value";
-    case memory_category::gradients: return "a gradient";
-    case memory_category::parameter_gradients: return "its parameter gradient";
-    case memory_category::workspace: return "its workspace";
-  }
-  return "a buffer";
-}
-
 void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, std::uint64_t value) {
   REMAT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attribute, &value));
 }
@@ -44,11 +31,8 @@ std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
 }  // namespace
 
 struct engine_executor::device_state {
-  graph g;
-  schedule steps;
+  engine_schedule plan;
   engine_executor_options options;
-  simulation simulated;
-  arena_layout layout;
   detail::device_buffer arena;
   detail::owned<cudaMemPool_t, cudaMemPoolDestroy> pool;
   detail::owned<cudaStream_t, cudaStreamDestroy> own_stream;
@@ -56,15 +40,15 @@ struct engine_executor::device_state {
   detail::owned<cudaEvent_t, cudaEventDestroy> started, finished;
   std::vector<void*> pointer;  // storage::pool, by buffer
   std::uint64_t allocated = 0, allocated_high = 0;
-  std::vector<std::size_t> kept, parameter_grad;  // by node: buffers held after the last run
+  held_buffers held_after;
 
   void* address(std::size_t b) const noexcept {
-    return options.storage == storage::arena ? arena.get(layout.buffers[b].offset) : pointer[b];
+    return options.storage == storage::arena ? arena.get(plan.layout.buffers[b].offset) : pointer[b];
   }
 
   void acquired(std::size_t b) {
     if (options.storage != storage::pool) return;
-    const buffer_lifetime& buffer = layout.buffers[b];
+    const buffer_lifetime& buffer = plan.layout.buffers[b];
     // Zero-byte buffers still get an address of their own.
     const cudaError_t status = cudaMallocAsync(&pointer[b], std::max<std::uint64_t>(buffer.bytes, 1), pool.get(), stream);
     if (status == cudaSuccess) {
@@ -74,9 +58,10 @@ struct engine_executor::device_state {
     }
     (void)cudaGetLastError();
     pointer[b] = nullptr;
-    const std::string where = "node '" + g.node_name(buffer.node) + "' (step " + std::to_string(buffer.first_step) +
-                              ", " + std::string(to_string(steps[buffer.first_step].kind)) + "): " +
-                              what_it_holds(buffer.category);
+    const std::string where = "node '" + plan.g.node_name(buffer.node) + "' (step " +
+                              std::to_string(buffer.first_step) + ", " +
+                              std::string(to_string(plan.steps[buffer.first_step].kind)) + "): " +
+                              detail::what_it_holds(buffer.category);
     if (status != cudaErrorMemoryAllocation) throw error(static_cast<int>(status), "cudaMallocAsync for " + where);
     const auto [free, total] = detail::free_and_total();
     throw out_of_memory(where, buffer.bytes, free, total);
@@ -86,7 +71,7 @@ struct engine_executor::device_state {
     if (options.storage != storage::pool) return;
     REMAT_CUDA_TRY(cudaFreeAsync(pointer[b], stream));
     pointer[b] = nullptr;
-    allocated -= layout.buffers[b].bytes;
+    allocated -= plan.layout.buffers[b].bytes;
   }
 
   // Frees every pool buffer still held (in stream order) and forgets what the
@@ -95,23 +80,17 @@ struct engine_executor::device_state {
     if (options.storage == storage::pool)
       for (std::size_t b = 0; b < pointer.size(); ++b)
         if (pointer[b]) released(b);
-    std::fill(kept.begin(), kept.end(), none);
-    std::fill(parameter_grad.begin(), parameter_grad.end(), none);
+    held_after.forget();
   }
 };
 
 engine_executor::engine_executor(graph g, schedule steps, const engine_executor_options& options)
     : state_(std::make_unique<device_state>()) {
   device_state& s = *state_;
-  s.g = std::move(g);
-  s.steps = std::move(steps);
+  s.plan = engine_schedule(std::move(g), std::move(steps), options.alignment, options.record_timeline);
   s.options = options;
-  simulate_options check;
-  check.record_timeline = options.record_timeline;
-  s.simulated = simulate(s.g, s.steps, check);  // throws invalid_schedule naming the step
-  s.layout = assign_offsets(buffer_lifetimes(s.g, s.steps), s.steps.size(), options.alignment);
-  s.kept.assign(s.g.size(), none);
-  s.parameter_grad.assign(s.g.size(), none);
+  s.held_after = held_buffers(s.plan.g.size());
+  const engine_schedule& p = s.plan;
 
   if (options.stream) {
     s.stream = static_cast<cudaStream_t>(options.stream);
@@ -128,12 +107,12 @@ engine_executor::engine_executor(graph g, schedule steps, const engine_executor_
   s.finished.reset(raw_event);
 
   if (options.storage == storage::arena) {
-    const step& at_peak = s.steps[s.simulated.peak_step];
+    const step& at_peak = p.steps[p.simulated.peak_step];
     s.arena = detail::device_buffer(
-        s.layout.arena_bytes, "the arena for the " + std::to_string(s.steps.size()) + "-step schedule of '" +
-                                  s.g.name() + "' (simulated peak " + std::to_string(s.simulated.peak_bytes) +
-                                  " bytes at step " + std::to_string(s.simulated.peak_step) + ", " +
-                                  std::string(to_string(at_peak.kind)) + " of '" + s.g.node_name(at_peak.node) + "')");
+        p.layout.arena_bytes, "the arena for the " + std::to_string(p.steps.size()) + "-step schedule of '" +
+                                  p.g.name() + "' (simulated peak " + std::to_string(p.simulated.peak_bytes) +
+                                  " bytes at step " + std::to_string(p.simulated.peak_step) + ", " +
+                                  std::string(to_string(at_peak.kind)) + " of '" + p.g.node_name(at_peak.node) + "')");
   } else {
     int device = 0;
     REMAT_CUDA_TRY(cudaGetDevice(&device));
@@ -146,7 +125,7 @@ engine_executor::engine_executor(graph g, schedule steps, const engine_executor_
     s.pool.reset(raw);
     // Keep what a run freed for the next one: no trip to the driver once warm.
     set_pool_attribute(raw, cudaMemPoolAttrReleaseThreshold, std::numeric_limits<std::uint64_t>::max());
-    s.pointer.assign(s.layout.buffers.size(), nullptr);
+    s.pointer.assign(p.layout.buffers.size(), nullptr);
   }
 }
 
@@ -161,7 +140,8 @@ engine_executor::~engine_executor() {
 
 engine_report engine_executor::run(engine_ref e, std::span<const void* const> input_values) {
   device_state& s = *state_;
-  check_input_values(s.g, input_values);
+  const engine_schedule& p = s.plan;
+  check_input_values(p.g, input_values);
   s.drop_all();
   engine_report report;
   report.free_before = detail::free_and_total().first;
@@ -172,11 +152,11 @@ engine_report engine_executor::run(engine_ref e, std::span<const void* const> in
     set_pool_attribute(s.pool.get(), cudaMemPoolAttrReservedMemHigh, 0);
   }
 
-  memory_ledger ledger(s.g.param_bytes(), s.g.input_bytes(), s.options.record_timeline);
-  schedule_walk walk(s.g, s.steps, s.layout, ledger);
+  memory_ledger ledger(p.g.param_bytes(), p.g.input_bytes(), s.options.record_timeline);
+  schedule_walk walk(p.g, p.steps, p.layout, ledger);
   try {
     REMAT_CUDA_TRY(cudaEventRecord(s.started.get(), s.stream));
-    run_engine(walk, s.g, s.layout, s, input_values, e, s.stream);
+    run_engine(walk, p.g, p.layout, s, input_values, e, s.stream);
     REMAT_CUDA_TRY(cudaEventRecord(s.finished.get(), s.stream));
     REMAT_CUDA_TRY(cudaEventSynchronize(s.finished.get()));
   } catch (...) {
@@ -192,45 +172,37 @@ engine_report engine_executor::run(engine_ref e, std::span<const void* const> in
     s.allocated = 0;
     throw;
   }
-  for (std::size_t b : walk.live()) {
-    const buffer_lifetime& buffer = s.layout.buffers[b];
-    if (buffer.category == memory_category::parameter_gradients) s.parameter_grad[buffer.node] = b;
-    if (buffer.category == memory_category::activations || buffer.category == memory_category::recomputed)
-      s.kept[buffer.node] = b;
-  }
+  s.held_after.record(p.layout, walk.live());
 
   float ms = 0;
   REMAT_CUDA_TRY(cudaEventElapsedTime(&ms, s.started.get(), s.finished.get()));
   report.seconds = ms / 1000.0;
-  report.peak_bytes = ledger.peak_bytes();
-  report.peak_step = ledger.peak_step();
-  report.at_peak = ledger.at_peak();
-  report.timeline = ledger.timeline();
+  report.take_ledger(ledger);
   if (s.options.storage == storage::pool) {
     report.allocated_high = s.allocated_high;
     report.pool_used_high = pool_attribute(s.pool.get(), cudaMemPoolAttrUsedMemHigh);
     report.pool_reserved_high = pool_attribute(s.pool.get(), cudaMemPoolAttrReservedMemHigh);
   } else {
-    report.allocated_high = s.layout.arena_bytes;
+    report.allocated_high = p.layout.arena_bytes;
   }
   report.free_after = detail::free_and_total().first;
   return report;
 }
 
 void* engine_executor::parameter_gradient(node_id v) const noexcept {
-  if (v >= state_->parameter_grad.size() || state_->parameter_grad[v] == none) return nullptr;
-  return state_->address(state_->parameter_grad[v]);
+  const std::size_t b = state_->held_after.parameter_gradient(v);
+  return b == held_buffers::none ? nullptr : state_->address(b);
 }
 
 const void* engine_executor::kept_value(node_id v) const noexcept {
-  if (v >= state_->kept.size() || state_->kept[v] == none) return nullptr;
-  return state_->address(state_->kept[v]);
+  const std::size_t b = state_->held_after.value(v);
+  return b == held_buffers::none ? nullptr : state_->address(b);
 }
 
 void* engine_executor::stream() const noexcept { return state_->stream; }
-const graph& engine_executor::network() const noexcept { return state_->g; }
-const schedule& engine_executor::steps() const noexcept { return state_->steps; }
-const simulation& engine_executor::simulated() const noexcept { return state_->simulated; }
-const arena_layout& engine_executor::layout() const noexcept { return state_->layout; }
+const graph& engine_executor::network() const noexcept { return state_->plan.g; }
+const schedule& engine_executor::steps() const noexcept { return state_->plan.steps; }
+const simulation& engine_executor::simulated() const noexcept { return state_->plan.simulated; }
+const arena_layout& engine_executor::layout() const noexcept { return state_->plan.layout; }
 
 }  // namespace remat::cuda

@@ -23,17 +23,6 @@ namespace {
 
 constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
-std::string what_it_holds(memory_category c) {
-  switch (c) {
-    case memory_category::activations:
-    case memory_category::recomputed: return "its value";
-    case memory_category::gradients: return "a gradient";
-    case memory_category::parameter_gradients: return "its parameter gradient";
-    case memory_category::workspace: return "its workspace";
-  }
-  return "a buffer";
-}
-
 }  // namespace
 
 template <class T>
@@ -85,7 +74,7 @@ executor<T>::device_state::device_state(model<T>& model_, schedule s, const exec
         "the arena for the " + std::to_string(steps.size()) + "-step schedule of '" + g.name() + "' (simulated peak " +
             std::to_string(simulated.peak_bytes) + " bytes at step " + std::to_string(simulated.peak_step) + ", " +
             std::string(to_string(at_peak.kind)) + " of '" + g.node_name(at_peak.node) + "'" +
-            (peak_holder ? ", which allocates " + what_it_holds(peak_holder->category) : std::string()) + ")");
+            (peak_holder ? ", which allocates " + detail::what_it_holds(peak_holder->category) : std::string()) + ")");
   } else if (options.storage == storage::pool) {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
@@ -165,7 +154,7 @@ class step_kernels {
     self_.pool_pointer[b] = nullptr;
     const std::string where = "node '" + g_.node_name(buffer.node) + "' (step " + std::to_string(buffer.first_step) +
                               ", " + std::string(to_string(self_.steps[buffer.first_step].kind)) + "): " +
-                              what_it_holds(buffer.category);
+                              detail::what_it_holds(buffer.category);
     if (status != cudaErrorMemoryAllocation) throw error(static_cast<int>(status), "cudaMallocAsync for " + where);
     const auto [free, total] = detail::free_and_total();
     throw out_of_memory(where, buffer.bytes, free, total);

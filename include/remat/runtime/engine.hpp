@@ -29,18 +29,23 @@
 
 #include <remat/config.hpp>
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <remat/error.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/schedule.hpp>
+#include <remat/plan/simulate.hpp>
 #include <remat/runtime/execution.hpp>
 #include <remat/runtime/layout.hpp>
 
@@ -115,6 +120,80 @@ concept buffer_memory = requires(M& m, std::size_t b) {
   m.acquired(b);
   m.released(b);
   { m.address(b) } -> std::convertible_to<void*>;
+};
+
+/// A schedule ready for an engine executor: checked by the simulator and laid
+/// out. \throws invalid_schedule naming the step and node for a schedule the
+/// simulator rejects; remat::error for an alignment that is not a power of
+/// two. Complexity: that of simulate and assign_offsets.
+struct engine_schedule {
+  graph g;
+  schedule steps;
+  simulation simulated;
+  arena_layout layout;
+
+  engine_schedule() = default;
+  engine_schedule(graph network, schedule s, std::uint64_t alignment, bool record_timeline)
+      : g(std::move(network)), steps(std::move(s)) {
+    simulate_options check;
+    check.record_timeline = record_timeline;
+    simulated = simulate(g, steps, check);
+    layout = assign_offsets(buffer_lifetimes(g, steps), steps.size(), alignment);
+  }
+};
+
+/// What an engine run holds when it ends, by node: the buffers of values the
+/// schedule never frees and of parameter gradients (indices into the
+/// layout's buffers), until the next run.
+class held_buffers {
+ public:
+  static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+
+  explicit held_buffers(std::size_t nodes = 0) : value_(nodes, none), parameter_gradient_(nodes, none) {}
+
+  void forget() noexcept {
+    std::fill(value_.begin(), value_.end(), none);
+    std::fill(parameter_gradient_.begin(), parameter_gradient_.end(), none);
+  }
+  /// Takes the walk's live buffers after a complete run.
+  void record(const arena_layout& layout, const std::vector<std::size_t>& live) {
+    for (std::size_t b : live) {
+      const buffer_lifetime& buffer = layout.buffers[b];
+      if (buffer.category == memory_category::parameter_gradients) parameter_gradient_[buffer.node] = b;
+      if (buffer.category == memory_category::activations || buffer.category == memory_category::recomputed)
+        value_[buffer.node] = b;
+    }
+  }
+  /// The buffer of v's value or parameter gradient, or none.
+  std::size_t value(node_id v) const noexcept { return v < value_.size() ? value_[v] : none; }
+  std::size_t parameter_gradient(node_id v) const noexcept {
+    return v < parameter_gradient_.size() ? parameter_gradient_[v] : none;
+  }
+
+ private:
+  std::vector<std::size_t> value_, parameter_gradient_;
+};
+
+/// What one engine run held, as every engine executor reports it. peak_bytes,
+/// peak_step, at_peak and timeline are the ledger (the engine's parameters and
+/// inputs at the graph's bytes plus the buffers held, by the simulator's
+/// categories): equal to simulate(g, steps)'s.
+struct engine_report {
+  std::uint64_t peak_bytes = 0;
+  std::size_t peak_step = 0;
+  memory_breakdown at_peak;
+  std::vector<memory_breakdown> timeline;
+  /// With one allocation per buffer: most bytes of buffers allocated at once
+  /// (summed at the allocation calls); with an arena, the arena's size.
+  std::uint64_t allocated_high = 0;
+  double seconds = 0;  ///< the run's time, as the executor measures it
+
+  void take_ledger(const memory_ledger& ledger) {
+    peak_bytes = ledger.peak_bytes();
+    peak_step = ledger.peak_step();
+    at_peak = ledger.at_peak();
+    timeline = ledger.timeline();
+  }
 };
 
 /// Checks that `input_values` has one entry per node of `g` and a non-null

@@ -129,8 +129,9 @@ class schedule_walk {
           gradient_[p] = acquire(runtime, i, memory_category::gradients, p);
           written_[p] = 0;
         }
-      bb.parameter_gradient.reset();
-      if (g_.params(v) > 0) bb.parameter_gradient = acquire(runtime, i, memory_category::parameter_gradients, v);
+      bb.parameter_gradient = g_.params(v) > 0 ? std::optional<std::size_t>(acquire(
+                                                     runtime, i, memory_category::parameter_gradients, v))
+                                               : std::nullopt;
       const std::size_t workspace =
           g_.backward_workspace(v) > 0 ? acquire(runtime, i, memory_category::workspace, v) : none;
       ledger_.record();

@@ -44,19 +44,10 @@ struct engine_executor_options {
   bool record_timeline = false;
 };
 
-/// What one run held. peak_bytes, peak_step, at_peak and timeline are the
-/// ledger (the engine's parameters and inputs at the graph's bytes plus the
-/// buffers held, by the simulator's categories): equal to simulate(g, steps)'s.
-struct engine_report {
-  std::uint64_t peak_bytes = 0;
-  std::size_t peak_step = 0;
-  memory_breakdown at_peak;
-  std::vector<memory_breakdown> timeline;
-  /// storage::heap: most bytes of buffers allocated at once during the run
-  /// (measured at the allocations); storage::arena: the arena's size.
-  std::uint64_t allocated_high = 0;
-  double seconds = 0;  ///< wall time of the run
-};
+/// What one run held (runtime/engine.hpp): the ledger; allocated_high, with
+/// engine_storage::heap, the bytes of buffers allocated at once (an arena: its
+/// size); seconds, the run's wall time.
+using engine_report = remat::engine_report;
 
 /// Runs schedules of one graph through engines. Not thread-safe; one run at a time.
 class engine_executor {

@@ -44,24 +44,17 @@ struct engine_executor_options {
   bool record_timeline = false;
 };
 
-/// What one run held. peak_bytes, peak_step, at_peak and timeline are the
-/// ledger (the engine's parameters and inputs at the graph's bytes plus the
-/// buffers held, by the simulator's categories): equal to simulate(g, steps)'s.
-struct engine_report {
-  std::uint64_t peak_bytes = 0;
-  std::size_t peak_step = 0;
-  memory_breakdown at_peak;
-  std::vector<memory_breakdown> timeline;
-  /// storage::pool: most bytes of buffers allocated from the pool at once
-  /// (summed at the cudaMallocAsync calls); storage::arena: the arena's size.
-  std::uint64_t allocated_high = 0;
+/// What one run held (runtime/engine.hpp): the ledger; allocated_high, with
+/// storage::pool, the bytes of buffers allocated from the pool at once (an
+/// arena: its size); seconds, the run's device time (CUDA events on the
+/// stream); plus what only a device has.
+struct engine_report : remat::engine_report {
   /// storage::pool: the pool's own used and reserved high-water marks over the
   /// run (cudaMemPoolAttrUsedMemHigh, ReservedMemHigh; allocations rounded
   /// up by the driver); 0 for an arena.
   std::uint64_t pool_used_high = 0, pool_reserved_high = 0;
   /// cudaMemGetInfo's free bytes before the run and after it.
   std::uint64_t free_before = 0, free_after = 0;
-  double seconds = 0;  ///< device time of the run (CUDA events on the stream)
 };
 
 /// Runs schedules of one graph through engines on one device. One run at a time.
