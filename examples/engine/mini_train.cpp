@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,73 +41,75 @@ struct settings {
   std::string method = "exact", device = "cpu";
 };
 
-// One training step on some device: runs the schedule and returns the
-// ledger's peak, the measured bytes (resident plus the allocations' high-water
-// mark), the loss and the seconds; gradient(v, elements) copies node v's
-// parameter gradient to the host; sgd(rate) updates the engine's parameters.
+// What one training step measured.
+struct step_figures {
+  std::uint64_t ledger = 0;     // the executor's ledger peak
+  std::uint64_t allocated = 0;  // most bytes of remat's buffers allocated at once
+  float loss = 0;
+  double seconds = 0;
+};
+
+step_figures figures_of(const remat::engine_report& r, float loss) { return {r.peak_bytes, r.allocated_high, loss, r.seconds}; }
+
+// Training on some device: run(batch) runs one step; gradient(v, elements)
+// copies node v's parameter gradient to the host; sgd(rate) updates the
+// engine's parameters.
 struct device_steps {
-  std::function<void(const mini::batch&, std::uint64_t& ledger, std::uint64_t& allocated, float& loss, double& seconds)> run;
+  std::function<step_figures(const mini::batch&)> run;
   std::function<std::vector<float>(remat::node_id, std::size_t)> gradient;
   std::function<void(float)> sgd;
 };
 
-const float* as_floats(const void* p) { return static_cast<const float*>(p); }
+// The layer-indexed inputs mini's network reads: the batch, then its labels.
+std::vector<const void*> by_layer(const mini::network& net, const void* x, const void* labels) {
+  std::vector<const void*> data(net.size(), nullptr);
+  data[0] = x;
+  data[1] = labels;
+  return data;
+}
+
+// remat's id of mini's layer.
+remat::node_id node_of(const remat::graph& g, std::size_t layer) {
+  for (remat::node_id v = 0; v < g.size(); ++v)
+    if (g.original_index(v) == layer) return v;
+  throw remat::error("mini_train: layer " + std::to_string(layer) + " is not in the graph");
+}
 
 device_steps on_cpu(mini::network& net, const remat::graph& g, const remat::schedule& steps) {
-  auto run = std::make_shared<remat::cpu::engine_executor>(g, steps,
-                                                           remat::cpu::engine_executor_options{.storage = remat::cpu::engine_storage::heap});
+  auto run = std::make_shared<remat::cpu::engine_executor>(
+      g, steps, remat::cpu::engine_executor_options{.storage = remat::cpu::engine_storage::heap});
   auto engine = std::make_shared<mini::host_engine>(net);
   device_steps d;
-  d.run = [&g, &net, run, engine](const mini::batch& b, std::uint64_t& ledger, std::uint64_t& allocated, float& loss, double& seconds) {
-    std::vector<const void*> data(net.size(), nullptr);
-    data[0] = b.x.data();
-    data[1] = b.labels.data();
-    const remat::cpu::engine_report r = run->run(*engine, mini::input_values(g, data));
-    ledger = r.peak_bytes;
-    allocated = r.allocated_high;
-    loss = engine->loss();
-    seconds = r.seconds;
+  d.run = [&g, &net, run, engine](const mini::batch& b) {
+    const remat::cpu::engine_report r = run->run(*engine, mini::input_values(g, by_layer(net, b.x.data(), b.labels.data())));
+    return figures_of(r, engine->loss());
   };
   d.gradient = [run](remat::node_id v, std::size_t elements) {
-    const float* p = as_floats(run->parameter_gradient(v));
+    const auto* p = static_cast<const float*>(run->parameter_gradient(v));
     return std::vector<float>(p, p + elements);
   };
   d.sgd = [&g, &net, run](float rate) {
-    mini::sgd(net, rate, [&](std::size_t layer) {
-      for (remat::node_id v = 0; v < g.size(); ++v)
-        if (g.original_index(v) == layer) return as_floats(run->parameter_gradient(v));
-      return static_cast<const float*>(nullptr);
-    });
+    mini::sgd(net, rate, [&](std::size_t layer) { return static_cast<const float*>(run->parameter_gradient(node_of(g, layer))); });
   };
   return d;
 }
 
 #if MINI_WITH_CUDA
 device_steps on_gpu(mini::network& net, const remat::graph& g, const remat::schedule& steps) {
-  auto run = std::make_shared<remat::cuda::engine_executor>(g, steps,
-                                                            remat::cuda::engine_executor_options{.storage = remat::cuda::storage::pool});
+  auto run = std::make_shared<remat::cuda::engine_executor>(
+      g, steps, remat::cuda::engine_executor_options{.storage = remat::cuda::storage::pool});
   auto engine = std::make_shared<mini::device_engine>(net);
   device_steps d;
-  d.run = [&g, &net, run, engine](const mini::batch& b, std::uint64_t& ledger, std::uint64_t& allocated, float& loss, double& seconds) {
+  d.run = [&g, &net, run, engine](const mini::batch& b) {
     const mini::device_batch on_device(b);
-    std::vector<const void*> data(net.size(), nullptr);
-    data[0] = on_device.x();
-    data[1] = on_device.labels();
-    const remat::cuda::engine_report r = run->run(*engine, mini::input_values(g, data));
-    ledger = r.peak_bytes;
-    allocated = r.allocated_high;
-    loss = engine->loss();
-    seconds = r.seconds;
+    const remat::cuda::engine_report r = run->run(*engine, mini::input_values(g, by_layer(net, on_device.x(), on_device.labels())));
+    return figures_of(r, engine->loss());
   };
   d.gradient = [run](remat::node_id v, std::size_t elements) {
     return mini::device_engine::download(run->parameter_gradient(v), elements);
   };
   d.sgd = [&g, run, engine](float rate) {
-    engine->sgd(rate, [&](std::size_t layer) -> const void* {
-      for (remat::node_id v = 0; v < g.size(); ++v)
-        if (g.original_index(v) == layer) return run->parameter_gradient(v);
-      return nullptr;
-    }, run->stream());
+    engine->sgd(rate, [&](std::size_t layer) -> const void* { return run->parameter_gradient(node_of(g, layer)); }, run->stream());
   };
   return d;
 }
@@ -145,19 +148,13 @@ int train(const settings& o) {
   bool agree = true;
   for (int step = 0; step < o.steps; ++step) {
     const mini::batch b = mini::make_batch(o.rows, o.features, o.classes, 1000 + static_cast<std::uint64_t>(step));
-    std::uint64_t ledger = 0, allocated = 0;
-    float loss = 0;
-    double seconds = 0;
-    device.run(b, ledger, allocated, loss, seconds);
-    const std::uint64_t measured = g.param_bytes() + g.input_bytes() + allocated;
-    agree = agree && measured == simulated && ledger == simulated;
-    fmt::print("step {}: loss {:.4f}, peak measured {} (simulated {}), {:.4f} s\n", step, loss, measured, simulated,
-               seconds);
+    const step_figures f = device.run(b);
+    const std::uint64_t measured = g.param_bytes() + g.input_bytes() + f.allocated;
+    agree = agree && measured == simulated && f.ledger == simulated;
+    fmt::print("step {}: loss {:.4f}, peak measured {} (simulated {}), {:.4f} s\n", step, f.loss, measured, simulated,
+               f.seconds);
     if (step == 0) {
-      std::vector<const void*> data(net.size(), nullptr);
-      data[0] = b.x.data();
-      data[1] = b.labels.data();
-      const mini::step_result plain = mini::reference_step(net, data);
+      const mini::step_result plain = mini::reference_step(net, by_layer(net, b.x.data(), b.labels.data()));
       double worst = 0;
       for (remat::node_id v = 0; v < g.size(); ++v) {
         const std::vector<float>& want = plain.parameter_gradients[g.original_index(v)];

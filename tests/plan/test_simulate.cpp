@@ -301,6 +301,39 @@ TEST_CASE("invalid schedules are rejected at the first offending step") {
   fails_at(schedule{{C, 99}}, 0, "does not exist");
 }
 
+TEST_CASE("a schedule that never computes a node is rejected, naming it") {
+  // The loss's backward reads only its operand, so nothing else would notice.
+  graph_builder b("skipped-loss");
+  node_spec x;
+  x.name = "x";
+  x.op = "input";
+  x.bytes = 8;
+  b.add(x);
+  node_spec a;
+  a.name = "a";
+  a.inputs = {0};
+  a.bytes = 8;
+  a.time = 1;
+  a.reads = backward_reads::none;
+  b.add(a);
+  node_spec loss;
+  loss.name = "loss";
+  loss.inputs = {1};
+  loss.bytes = 4;
+  loss.time = 1;
+  loss.reads = backward_reads::inputs;
+  b.add(loss);
+  const graph g = std::move(b).build();
+  try {
+    (void)simulate(g, schedule{{step_kind::compute, 1}, {step_kind::backward, 2}, {step_kind::backward, 1}});
+    FAIL("accepted a schedule that never computes the loss");
+  } catch (const invalid_schedule& e) {
+    CHECK(e.step() == 3);
+    CHECK(e.node() == "loss");
+    CHECK(std::string(e.what()).find("never computes") != std::string::npos);
+  }
+}
+
 TEST_CASE("a schedule that never ends names the node whose backward is missing") {
   const graph g = chain();
   try {

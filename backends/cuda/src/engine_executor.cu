@@ -92,6 +92,8 @@ engine_executor::engine_executor(graph g, schedule steps, const engine_executor_
   s.held_after = held_buffers(s.plan.g.size());
   const engine_schedule& p = s.plan;
 
+  if (device_count() == 0)
+    throw error(static_cast<int>(cudaErrorNoDevice), "the engine executor needs a CUDA device: " + no_device_reason());
   if (options.stream) {
     s.stream = static_cast<cudaStream_t>(options.stream);
   } else {

@@ -78,7 +78,8 @@ struct simulate_options {
 /// recompute before the first compute, a free of a dead value, a backward whose
 /// gradient is incomplete or that runs twice, a step on a graph input) or, with
 /// step = steps.size(), when some node's backward never runs (it names the
-/// highest such node: the backward that would have run next).
+/// highest such node: the backward that would have run next) or some node is
+/// never computed (the lowest).
 /// Complexity: O(steps + m).
 inline simulation simulate(const graph& g, const schedule& steps, const simulate_options& options = {}) {
   const std::size_t n = g.size();
@@ -194,6 +195,11 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
     if (!g.is_input(v) && !done[v])
       throw invalid_schedule(steps.size(), name(v), "the schedule ends before this node's backward");
   }
+  // A backward that reads nothing can run on a value never computed; a
+  // training step still computes every node (its loss, its statistics).
+  for (node_id v = 0; v < n; ++v)
+    if (!g.is_input(v) && !first_compute[v])
+      throw invalid_schedule(steps.size(), name(v), "the schedule never computes this node");
   if (steps.empty()) {
     sim.peak_bytes = mem.total();
     sim.at_peak = mem;

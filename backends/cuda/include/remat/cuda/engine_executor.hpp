@@ -64,7 +64,7 @@ class engine_executor {
   /// the arena (storage::arena) or creates the pool (storage::pool).
   /// \throws invalid_schedule for a schedule the simulator rejects;
   /// cuda::out_of_memory naming the arena's bytes and where the schedule
-  /// peaks when it does not fit; cuda::error without a device.
+  /// peaks when it does not fit; cuda::error saying why without a device.
   engine_executor(graph g, schedule steps, const engine_executor_options& options = {});
   ~engine_executor();
   engine_executor(const engine_executor&) = delete;
