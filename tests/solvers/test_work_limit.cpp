@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -138,4 +139,37 @@ TEST_CASE("a progress callback sees the search's plans and bound, and its failur
   o.progress = [](const search_progress&) { throw std::runtime_error("a broken progress bar"); };
   const solution same = solve(g, o);
   CHECK(same.best.steps == s.best.steps);
+}
+
+TEST_CASE("the portfolio is never worse than any of its members alone within the same work limit") {
+  // Past exact's lower-set cap its plan comes from the members (mincut, ogc,
+  // chain, and approx up to 600 nodes); each alone gets the whole limit. The
+  // limits leave room for all of them: below what they need together (4·10⁸
+  // units here) a member alone can finish where its share cannot
+  // (docs/algorithms.md).
+  zoo::random_dag_options layered;
+  layered.layers = 50;
+  layered.width = 5;
+  layered.density = 0.3;
+  layered.seed = 1;
+  layered.batch = 4096;
+  layered.features = 256;
+  const std::vector<graph> graphs{zoo::build("nasnet-cifar10"), zoo::build("darts-cifar10"), zoo::random_dag(layered)};
+  for (const graph& g : graphs) {
+    std::vector<method> members{method::mincut, method::ogc, method::chain};
+    if (g.size() <= 600) members.push_back(method::approx);
+    for (const std::uint64_t units : {std::uint64_t{1'200'000'000}, default_work_limit}) {
+      CAPTURE(g.name());
+      CAPTURE(units);
+      solve_options o = by_work(units);
+      const solution portfolio = solve(g, o);
+      REQUIRE(!portfolio.best.steps.empty());
+      for (const method m : members) {
+        CAPTURE(to_string(m));
+        o.method = m;
+        const solution alone = solve(g, o);
+        if (!alone.best.steps.empty()) CHECK(portfolio.figures.peak_bytes <= alone.figures.peak_bytes);
+      }
+    }
+  }
 }

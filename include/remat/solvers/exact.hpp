@@ -9,11 +9,11 @@
 /// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
 ///    of them (solve_dp, three quarters of the time); `optimal` when it
 ///    completes.
-/// 3. Otherwise (or when it stopped): the best plan of `chain`, `mincut`,
-///    `ogc` and (up to 600 nodes) `approx`, each called directly with a share
-///    of the time. Each new best plan gets a search below its peak bounded by
-///    that peak (prove_least_peak): when it completes the peak is proven least
-///    (recompute not minimised).
+/// 3. Otherwise (or when it stopped): the best plan of `mincut`, `ogc`,
+///    `chain` and (up to 600 nodes) `approx`, called directly in that order
+///    (cheapest first), each with all that is left. The best plan then gets
+///    a search below its peak bounded by that peak (prove_least_peak): when
+///    it completes the peak is proven least (recompute not minimised).
 /// 4. An unproven plan gets a lower bound above the per-op floor from a
 ///    subgraph's least peak (subgraph_bound.hpp), within `bound_time_limit`.
 ///
@@ -316,15 +316,20 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   bool proven = false;
   std::string unproven;
   std::uint64_t known_feasible = std::numeric_limits<std::uint64_t>::max();  // a budget some fallback plan meets
-  std::vector<std::string_view> fallbacks{"chain", "mincut", "ogc"};
+  // Members that cost little run first; each may use all that is left, so
+  // the one that needs most (chain's O(n²·(n + m)) family) gets nearly the
+  // whole budget, as it would alone, and finishes wherever it would alone
+  // with what the cheap ones leave.
+  std::vector<std::string_view> fallbacks{"mincut", "ogc", "chain"};
   // The lower bound after the fallbacks (raise_peak_bound,
   // budget_out_of_reach) keeps its share: `bound_time_limit`, at most a quarter.
   const time_budget fallback_time = time.less(options.bound_time_limit, 1, 4);
   if (g.size() <= 600) fallbacks.push_back("approx");
-  for (std::size_t i = 0; i < fallbacks.size() && !proven; ++i) {
-    solution other =
-        run_fallback(g, fallbacks[i], options, fallback_time.share(1, static_cast<std::int64_t>(fallbacks.size() - i)),
-                     floor);
+  solve_stats members_stopped;  // the limit flags of members cut short, whose plans may be dropped
+  for (const std::string_view member : fallbacks) {
+    solution other = run_fallback(g, member, options, fallback_time, floor);
+    members_stopped.time_limit_reached = members_stopped.time_limit_reached || other.stats.time_limit_reached;
+    members_stopped.work_limit_reached = members_stopped.work_limit_reached || other.stats.work_limit_reached;
     if (other.status == solve_status::infeasible || other.status == solve_status::stopped) {
       if (other.smallest_feasible_budget) known_feasible = std::min(known_feasible, other.smallest_feasible_budget);
       if (!other.best.steps.empty()) known_feasible = std::min(known_feasible, other.figures.peak_bytes);
@@ -337,11 +342,13 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     s = std::move(other);
     s.peak_lower_bound = floor;
     time.found_plan(s.claimed_peak);
-    if (provable) {
-      s.status = solve_status::feasible;
-      unproven = detail::prove_least_peak(g, options, fallback_time, s);
-      proven = s.status == solve_status::optimal;
-    }
+  }
+  // One search below the best plan's peak, with what the members left: it
+  // either finds the least peak, proves this one least, or stops.
+  if (provable && !s.best.steps.empty() && s.status != solve_status::infeasible) {
+    s.status = solve_status::feasible;
+    unproven = detail::prove_least_peak(g, options, fallback_time, s);
+    proven = s.status == solve_status::optimal;
   }
   const std::string why_not_exact =
       lower_sets.status == enumeration_status::complete
@@ -359,7 +366,9 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     s.stats.cap_reached = s.stats.cap_reached || exact_stats.cap_reached ||
                           lower_sets.status == enumeration_status::cap_reached;
     s.stats.time_limit_reached = s.stats.time_limit_reached || exact_stats.time_limit_reached ||
+                                 members_stopped.time_limit_reached ||
                                  lower_sets.status == enumeration_status::time_limit_reached || time.expired();
+    s.stats.work_limit_reached = s.stats.work_limit_reached || members_stopped.work_limit_reached;
     const unproven_exact why{why_not_exact + "; best plan of id-interval stages, min-cut stages, Feng & Huang's division search" +
                                  (g.size() <= 600 ? " and principal lower sets" : " (principal lower sets only up to 600 nodes)"),
                              unproven, lower_sets.status != enumeration_status::complete};
