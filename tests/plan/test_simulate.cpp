@@ -304,25 +304,20 @@ TEST_CASE("invalid schedules are rejected at the first offending step") {
 TEST_CASE("a schedule that never computes a node is rejected, naming it") {
   // The loss's backward reads only its operand, so nothing else would notice.
   graph_builder b("skipped-loss");
-  node_spec x;
-  x.name = "x";
-  x.op = "input";
-  x.bytes = 8;
-  b.add(x);
-  node_spec a;
-  a.name = "a";
-  a.inputs = {0};
-  a.bytes = 8;
-  a.time = 1;
-  a.reads = backward_reads::none;
-  b.add(a);
-  node_spec loss;
-  loss.name = "loss";
-  loss.inputs = {1};
-  loss.bytes = 4;
-  loss.time = 1;
-  loss.reads = backward_reads::inputs;
-  b.add(loss);
+  auto add = [&](std::string name, std::string op, std::vector<std::size_t> inputs, std::uint64_t bytes,
+                 backward_reads reads) {
+    node_spec s;
+    s.name = std::move(name);
+    s.op = std::move(op);
+    s.inputs = std::move(inputs);
+    s.bytes = bytes;
+    s.time = s.op == "input" ? 0 : 1;
+    s.reads = reads;
+    b.add(std::move(s));
+  };
+  add("x", "input", {}, 8, backward_reads::none);
+  add("a", "op", {0}, 8, backward_reads::none);
+  add("loss", "op", {1}, 4, backward_reads::inputs);
   const graph g = std::move(b).build();
   try {
     (void)simulate(g, schedule{{step_kind::compute, 1}, {step_kind::backward, 2}, {step_kind::backward, 1}});
