@@ -16,11 +16,15 @@ darts-cifar10), which torchvision lacks, are measured. PyTorch's defaults are
 kept: cuDNN heuristics (cudnn.benchmark off), TF32 allowed for convolutions,
 not for matrix products.
 
---check builds both forms of every torchvision model on the CPU at a small
-size, copies torchvision's parameters into GraphNet by module path and checks
-that parameter counts and losses agree (GraphNet runs remat's graphs as
-PyTorch runs the modules they were built from), and that GraphNet owns
-exactly the parameters of each NAS graph and trains a step. It exits 77
+U-Net and PSPNet, which torchvision lacks too, are measured the same way;
+their PyTorch modules below (UNet, PSPNet) are what --check holds the zoo's
+graphs to.
+
+--check builds both forms of every torchvision model, U-Net and PSPNet on the
+CPU at a small size, copies the modules' parameters into GraphNet by module
+path and checks that parameter counts and losses agree (GraphNet runs remat's
+graphs as PyTorch runs the modules they were built from), and that GraphNet
+owns exactly the parameters of each NAS graph and trains a step. It exits 77
 without PyTorch.
 
   python3 bench/pytorch_baseline.py --model resnet50 --batch 64 --image 224 224 --json out.json
@@ -51,11 +55,91 @@ TORCHVISION = {
     "densenet169": "densenet169", "densenet201": "densenet201", "inception-v3": "inception_v3",
     "googlenet": "googlenet",
 }
+SEGMENTATION = {"unet": 2, "pspnet": 19}  # the zoo's segmentation networks and their classes
 NAS_MODELS = ["nasnet-cifar10", "amoebanet-cifar10", "darts-cifar10"]
 AUXILIARY_WEIGHT = 0.4
 
 
+class UNetStep(torch.nn.Module):
+    """Two valid 3x3 convolutions with bias, each followed by a ReLU."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(cin, cout, 3)
+        self.conv2 = torch.nn.Conv2d(cout, cout, 3)
+
+    def forward(self, x):
+        return F.relu(self.conv2(F.relu(self.conv1(x))))
+
+
+class UNet(torch.nn.Module):
+    """Ronneberger et al.'s U-Net (2015, Fig. 1), as the zoo builds it (models.hpp)."""
+
+    def __init__(self, classes=2):
+        super().__init__()
+        widths = [64, 128, 256, 512]
+        for level, (cin, cout) in enumerate(zip([1] + widths[:-1], widths), 1):
+            setattr(self, f"down{level}", UNetStep(cin, cout))
+        self.bottom = UNetStep(512, 1024)
+        for level, width in enumerate(widths, 1):
+            up = UNetStep(2 * width, width)
+            up.upconv = torch.nn.ConvTranspose2d(2 * width, width, 2, 2)
+            setattr(self, f"up{level}", up)
+        self.head = torch.nn.Conv2d(64, classes, 1)
+
+    def forward(self, x, labels):
+        skips = []
+        for level in range(1, 5):
+            x = getattr(self, f"down{level}")(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = F.dropout(self.bottom(x), 0.5, training=self.training)
+        for level in range(4, 0, -1):
+            up = getattr(self, f"up{level}")
+            x = up.upconv(x)
+            skip = skips[level - 1]
+            top, left = (skip.shape[2] - x.shape[2]) // 2, (skip.shape[3] - x.shape[3]) // 2
+            x = up(torch.cat([skip[:, :, top:top + x.shape[2], left:left + x.shape[3]], x], 1))
+        return F.cross_entropy(self.head(x), labels)
+
+
+class PSPNet(torch.nn.Module):
+    """PSPNet (Zhao et al., 2017) as hszhao/semseg builds it, on torchvision's
+    dilated ResNet-101, with the zoo's two changes (models.hpp): element-wise
+    dropout and a biased convolution without batch norm in the 1x1 bin."""
+
+    def __init__(self, classes=19):
+        super().__init__()
+        bn = torch.nn.BatchNorm2d
+        self.backbone = torchvision.models.resnet101(weights=None, replace_stride_with_dilation=[False, True, True])
+        self.backbone.fc = torch.nn.Identity()  # the classifier is not part of PSPNet
+        self.ppm = torch.nn.Module()
+        self.ppm.features = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(b), torch.nn.Conv2d(2048, 512, 1, bias=b == 1),
+                                torch.nn.Identity() if b == 1 else bn(512), torch.nn.ReLU())
+            for b in (1, 2, 3, 6))
+        self.cls = torch.nn.Sequential(torch.nn.Conv2d(4096, 512, 3, padding=1, bias=False), bn(512), torch.nn.ReLU(),
+                                       torch.nn.Dropout(0.1), torch.nn.Conv2d(512, classes, 1))
+        self.aux = torch.nn.Sequential(torch.nn.Conv2d(1024, 256, 3, padding=1, bias=False), bn(256), torch.nn.ReLU(),
+                                       torch.nn.Dropout(0.1), torch.nn.Conv2d(256, classes, 1))
+
+    def forward(self, x, labels):
+        size, r = x.shape[2:], self.backbone
+        x = r.maxpool(r.relu(r.bn1(r.conv1(x))))
+        layer3 = r.layer3(r.layer2(r.layer1(x)))
+        x = r.layer4(layer3)
+        pyramid = [x] + [F.interpolate(stage(x), x.shape[2:], mode="bilinear", align_corners=True)
+                         for stage in self.ppm.features]
+        x = F.interpolate(self.cls(torch.cat(pyramid, 1)), size, mode="bilinear", align_corners=True)
+        aux = F.interpolate(self.aux(layer3), size, mode="bilinear", align_corners=True)
+        return F.cross_entropy(x, labels) + AUXILIARY_WEIGHT * F.cross_entropy(aux, labels)
+
+
 def torchvision_model(name, classes):
+    if name == "unet":
+        return UNet(classes)
+    if name == "pspnet":
+        return PSPNet(classes)
     builder = getattr(torchvision.models, TORCHVISION[name])
     if name in ("inception-v3", "googlenet"):
         return builder(weights=None, aux_logits=True, init_weights=True, num_classes=classes)
@@ -93,6 +177,10 @@ class GraphNet(torch.nn.Module):
             return torch.nn.Conv2d(self.shape(node["inputs"][0])[1], a["out_channels"], tuple(a["kernel"]),
                                    tuple(a["stride"]), tuple(a["padding"]), tuple(a.get("dilation", [1, 1])),
                                    a.get("groups", 1), bool(a.get("bias", 0)))
+        if op == "conv_transpose2d":
+            return torch.nn.ConvTranspose2d(self.shape(node["inputs"][0])[1], a["out_channels"], tuple(a["kernel"]),
+                                            tuple(a["stride"]), tuple(a["padding"]),
+                                            tuple(a.get("output_padding", [0, 0])), bias=bool(a.get("bias", 0)))
         if op == "batch_norm":
             return torch.nn.BatchNorm2d(self.shape(node["inputs"][0])[1], a.get("eps", 1e-5), a.get("momentum", 0.1))
         if op == "linear":
@@ -124,6 +212,8 @@ class GraphNet(torch.nn.Module):
                                  bool(a.get("ceil_mode", 0)), bool(a.get("count_include_pad", 1)))
             elif op == "adaptive_avg_pool":
                 y = F.adaptive_avg_pool2d(x, a["output_size"])
+            elif op == "upsample_bilinear":
+                y = F.interpolate(x, a["size"], mode="bilinear", align_corners=bool(a.get("align_corners", 0)))
             elif op == "add":
                 y = xs[0]
                 for other in xs[1:]:
@@ -165,6 +255,8 @@ def graph_inputs(graph):
 
 
 def loss_of_torchvision(model, x, labels):
+    if isinstance(model, (UNet, PSPNet)):
+        return model(x, labels)
     out = model(x)
     if isinstance(out, torchvision.models.InceptionOutputs):
         return F.cross_entropy(out.logits, labels) + AUXILIARY_WEIGHT * F.cross_entropy(out.aux_logits, labels)
@@ -276,6 +368,40 @@ def check(remat):
             print(f"{name:13} parameters {counted:>10} (torchvision {expected:>10})  loss {mine:.6f} "
                   f"(torchvision {theirs:.6f})  {'agree' if agree else 'DIFFER'}"
                   + (f"; not in the graph: {', '.join(missing[:5])}" if missing else ""))
+        # The segmentation networks against this file's PyTorch modules, with
+        # per-pixel labels, at the smallest sizes their crops and pyramid take.
+        for name, classes in SEGMENTATION.items():
+            size = 188 if name == "unet" else 97
+            path = Path(tmp) / f"{name}.json"
+            subprocess.run([remat, "zoo", "export", name, "--batch", "2", "--image", str(size), str(size),
+                            "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
+            graph = json.loads(path.read_text())
+            reference = torchvision_model(name, classes).train()
+            net = GraphNet(graph).train()
+            missing = []
+            with torch.no_grad():
+                for key, value in list(reference.state_dict().items()):
+                    owner, _, field = key.rpartition(".")
+                    module = net.module_of(owner)
+                    if module is None or field not in module.state_dict():
+                        missing.append(key)
+                        continue
+                    module.state_dict()[field].copy_(value)
+            counted = sum(p.numel() for p in net.parameters())
+            expected = sum(p.numel() for p in reference.parameters())
+            floats, label_shapes, _ = graph_inputs(graph)
+            torch.manual_seed(3)
+            x = torch.rand(floats["input"]) * 2 - 1
+            labels = torch.randint(0, classes, label_shapes["labels"])
+            torch.manual_seed(4)
+            theirs = float(reference(x, labels))
+            torch.manual_seed(4)
+            mine = float(net({"input": x, "labels": labels}))
+            agree = not missing and counted == expected and abs(mine - theirs) <= 1e-4 * max(1.0, abs(theirs))
+            failures += not agree
+            print(f"{name:13} parameters {counted:>10} (PyTorch     {expected:>10})  loss {mine:.6f} "
+                  f"(PyTorch     {theirs:.6f})  {'agree' if agree else 'DIFFER'}"
+                  + (f"; not in the graph: {', '.join(missing[:5])}" if missing else ""))
         # The NAS networks have no torchvision form: GraphNet must own the
         # graph's parameters exactly and train a step.
         for name in NAS_MODELS:
@@ -295,7 +421,7 @@ def check(remat):
             failures += not agree
             print(f"{name:17} parameters {counted:>10} (graph {expected:>10})  loss {float(loss):.6f}  "
                   f"{'agree' if agree else 'DIFFER'}")
-    checked = len(TORCHVISION) + len(NAS_MODELS)
+    checked = len(TORCHVISION) + len(SEGMENTATION) + len(NAS_MODELS)
     print(f"{checked - failures} passed, {failures} failed")
     return 1 if failures else 0
 

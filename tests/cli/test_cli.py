@@ -300,7 +300,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # zoo: the model list, exports, and the shipped graphs it made
     r = run("zoo", "list")
-    check("zoo list prints 19 models", r.returncode == 0 and len(r.stdout.splitlines()) == 20 and
+    check("zoo list prints 21 models", r.returncode == 0 and len(r.stdout.splitlines()) == 22 and
           "resnet50" in r.stdout and "25557032" in r.stdout, r.stdout + r.stderr)
     r = run("zoo", "list", "--json")
     models = {m["name"]: m for m in json.loads(r.stdout)} if r.returncode == 0 else {}

@@ -448,6 +448,48 @@ TEST_CASE("bad input is refused with a remat::error naming the node") {
     CHECK(m.find("'cat'") != std::string::npos);
     CHECK(m.find("axis") != std::string::npos);
   }
+  SUBCASE("transposed convolution, upsampling and per-pixel loss attributes out of range") {
+    zoo::network_builder b("segmenter");
+    const zoo::tensor x = b.input("input", {2, 3, 4, 4});
+    zoo::conv_transpose2d_options up;
+    up.out_channels = 2;
+    up.kernel = {2, 2};
+    up.stride = {2, 2};
+    const zoo::tensor y = b.upsample_bilinear("resize", b.conv_transpose2d("up", x, up), 9, 9);
+    b.softmax_cross_entropy("loss", y, b.labels("labels", zoo::shape{2, 9, 9}));
+    const graph g0 = std::move(b).build();
+    CHECK_NOTHROW(cpu::model<float>{g0});
+    // g0 with one node's attribute (or the labels' shape) replaced.
+    auto with = [&](const std::string& node, const std::string& key, attribute_value value) {
+      graph_builder copy("segmenter-changed");
+      for (node_id v = 0; v < g0.size(); ++v) {
+        node_spec s;
+        s.name = g0.node_name(v);
+        s.op = g0.op(v);
+        s.bytes = g0.bytes(v);
+        s.params = g0.params(v);
+        s.reads = g0.reads(v);
+        s.attrs = g0.attrs(v);
+        for (node_id p : g0.inputs(v)) s.inputs.push_back(p);
+        if (s.name == node) s.attrs[key] = value;
+        if (s.name == "labels" && key == "shape") s.bytes = 8 * 2 * 9 * 8;
+        copy.add(std::move(s));
+      }
+      return std::move(copy).build();
+    };
+    const std::vector<std::tuple<graph, std::string, std::string>> bad{
+        {with("up", "output_padding", std::vector<std::int64_t>{2, 0}), "'up'", "output_padding"},
+        {with("up", "groups", std::int64_t{2}), "'up'", "groups 1"},
+        {with("resize", "size", std::vector<std::int64_t>{9, 8}), "'resize'", "disagrees"},
+        {with("labels", "shape", std::vector<std::int64_t>{2, 9, 8}), "'loss'", "[2, 9, 9]"},
+    };
+    for (const auto& [g, node, what] : bad) {
+      const std::string m = message([&] { cpu::model<float>{g}; });
+      CAPTURE(m);
+      CHECK(m.find(node) != std::string::npos);
+      CHECK(m.find(what) != std::string::npos);
+    }
+  }
   SUBCASE("a backward the graph does not keep enough for") {
     graph_builder b("weak-reads");
     node_spec x;

@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <remat/cpu/kernels.hpp>
@@ -144,9 +145,165 @@ std::vector<std::pair<std::string, conv2d_geometry>> conv_cases() {
   return c;
 }
 
+// torch.nn.ConvTranspose2d by its definition: every input element scatters
+// x · w[ci, co] into the output window it touches. g is the convolution the
+// op is the adjoint of (g's input is the op's output).
+vec conv_transpose_reference(const conv2d_geometry& g, const vec& x, const vec& w, const vec* bias) {
+  const int64_t ih = g.oh(), iw = g.ow();
+  vec y(static_cast<std::size_t>(g.n * g.c * g.h * g.w), 0.0);
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t co = 0; co < g.c; ++co)
+      for (int64_t s = 0; s < g.h * g.w; ++s)
+        y[static_cast<std::size_t>((n * g.c + co) * g.h * g.w + s)] = bias ? (*bias)[static_cast<std::size_t>(co)] : 0.0;
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t ci = 0; ci < g.k; ++ci)
+      for (int64_t iy = 0; iy < ih; ++iy)
+        for (int64_t ix = 0; ix < iw; ++ix)
+          for (int64_t co = 0; co < g.c; ++co)
+            for (int64_t ki = 0; ki < g.kh; ++ki)
+              for (int64_t kj = 0; kj < g.kw; ++kj) {
+                const int64_t oy = iy * g.sh - g.ph + ki, ox = ix * g.sw - g.pw + kj;
+                if (oy < 0 || oy >= g.h || ox < 0 || ox >= g.w) continue;
+                y[static_cast<std::size_t>(((n * g.c + co) * g.h + oy) * g.w + ox)] +=
+                    x[static_cast<std::size_t>(((n * g.k + ci) * ih + iy) * iw + ix)] *
+                    w[static_cast<std::size_t>(((ci * g.c + co) * g.kh + ki) * g.kw + kj)];
+              }
+  return y;
+}
+
+// A transposed convolution from [n, in, ih, iw] to `out` channels, as the op parser builds its geometry.
+conv2d_geometry transposed(int64_t n, int64_t in, int64_t ih, int64_t iw, int64_t out, int64_t k, int64_t s, int64_t p,
+                           int64_t extra = 0) {
+  conv2d_geometry g = conv(n, out, (ih - 1) * s - 2 * p + k + extra, (iw - 1) * s - 2 * p + k + extra, in, k, k, s, p);
+  REQUIRE(g.oh() == ih);
+  REQUIRE(g.ow() == iw);
+  return g;
+}
+
+// torch's bilinear interpolation written out along one axis: the two source
+// indices and the weight of the second.
+std::tuple<int64_t, int64_t, double> bilinear_reference(int64_t o, int64_t in, int64_t out, bool align_corners) {
+  double source = align_corners ? (out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                                : std::max(0.0, (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5);
+  const auto first = static_cast<int64_t>(std::floor(source));
+  return {first, std::min(first + 1, in - 1), source - static_cast<double>(first)};
+}
+
+vec upsample_reference(const upsample_geometry& g, const vec& x) {
+  vec y(static_cast<std::size_t>(g.n * g.c * g.oh * g.ow));
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const auto [y0, y1, ly] = bilinear_reference(oy, g.h, g.oh, g.align_corners);
+        const auto [x0, x1, lx] = bilinear_reference(ox, g.w, g.ow, g.align_corners);
+        auto at = [&](int64_t iy, int64_t ix) { return x[static_cast<std::size_t>((plane * g.h + iy) * g.w + ix)]; };
+        y[static_cast<std::size_t>((plane * g.oh + oy) * g.ow + ox)] =
+            (1 - ly) * ((1 - lx) * at(y0, x0) + lx * at(y0, x1)) + ly * ((1 - lx) * at(y1, x0) + lx * at(y1, x1));
+      }
+  return y;
+}
+
 }  // namespace
 
 TEST_SUITE("cpu kernels") {
+
+TEST_CASE("transposed convolution matches its definition; backward matches central differences") {
+  std::uint64_t seed = 200;
+  const std::vector<std::pair<std::string, conv2d_geometry>> cases{
+      {"2x2 s2 (U-Net's up-convolution)", transposed(2, 4, 3, 5, 3, 2, 2, 0)},
+      {"3x3 s2 p1 output_padding 1", transposed(1, 3, 4, 4, 2, 3, 2, 1, 1)},
+      {"4x4 s2 p1", transposed(2, 2, 3, 4, 3, 4, 2, 1)},
+      {"3x3 s1 p1", transposed(1, 3, 5, 6, 4, 3, 1, 1)},
+  };
+  for (const auto& [name, g] : cases) {
+    CAPTURE(name);
+    const auto xs = static_cast<std::size_t>(g.n * g.k * g.oh() * g.ow());
+    const auto ws = static_cast<std::size_t>(g.k * g.c * g.kh * g.kw);
+    const auto ys = static_cast<std::size_t>(g.n * g.c * g.h * g.w);
+    vec x = random_vec(xs, ++seed), w = random_vec(ws, ++seed), b = random_vec(static_cast<std::size_t>(g.c), ++seed);
+    const vec ref = conv_transpose_reference(g, x, w, &b);
+    vec y(ys), scratch(conv2d_scratch(g));
+    conv_transpose2d_forward<double>(g, x.data(), w.data(), b.data(), y.data(), scratch);
+    record("conv_transpose2d forward f64", relative_error(y, ref), f64_limit);
+    std::vector<float> yf(ys), sf(conv2d_scratch(g));
+    const auto xf = to_float(x), wf = to_float(w), bf = to_float(b);
+    conv_transpose2d_forward<float>(g, xf.data(), wf.data(), bf.data(), yf.data(), sf);
+    record("conv_transpose2d forward f32", relative_error(yf, ref), f32_limit);
+
+    const vec r = random_vec(ys, ++seed);
+    vec dx(xs), dw(ws), db(static_cast<std::size_t>(g.c));
+    conv_transpose2d_backward<double>(g, x.data(), w.data(), r.data(), dx.data(), dw.data(), db.data(), scratch);
+    auto forward = [&] { return conv_transpose_reference(g, x, w, &b); };
+    record("conv_transpose2d backward dx vs numeric", relative_error(dx, numeric_gradient(&x, r, forward)), numeric_limit);
+    record("conv_transpose2d backward dweight vs numeric", relative_error(dw, numeric_gradient(&w, r, forward)),
+           numeric_limit);
+    record("conv_transpose2d backward dbias vs numeric", relative_error(db, numeric_gradient(&b, r, forward)),
+           numeric_limit);
+    // Null outputs are skipped: dx alone equals dx of the full call.
+    vec dx_only(xs);
+    conv_transpose2d_backward<double>(g, x.data(), w.data(), r.data(), dx_only.data(), nullptr, nullptr, scratch);
+    CHECK(dx_only == dx);
+  }
+  print_worst("kernels");
+}
+
+TEST_CASE("bilinear upsampling takes torch's taps in both corner modes; backward matches central differences") {
+  std::uint64_t seed = 300;
+  const std::vector<upsample_geometry> cases{
+      {2, 3, 3, 4, 7, 9, false}, {2, 3, 3, 4, 7, 9, true},   // up, both modes
+      {1, 2, 5, 5, 17, 17, true}, {1, 2, 5, 5, 17, 17, false},  // PSPNet's ratio
+      {1, 2, 7, 9, 3, 4, false}, {1, 2, 7, 9, 3, 4, true},    // down
+      {1, 3, 1, 1, 4, 4, true}, {1, 3, 1, 1, 4, 4, false},    // from a 1×1 bin
+      {1, 1, 4, 6, 4, 6, false},                              // the identity
+  };
+  for (const upsample_geometry& g : cases) {
+    CAPTURE(g.h);
+    CAPTURE(g.oh);
+    CAPTURE(g.align_corners);
+    const auto xs = static_cast<std::size_t>(g.n * g.c * g.h * g.w), ys = static_cast<std::size_t>(g.n * g.c * g.oh * g.ow);
+    vec x = random_vec(xs, ++seed);
+    const vec ref = upsample_reference(g, x);
+    vec y(ys);
+    upsample_bilinear_forward<double>(g, x.data(), y.data());
+    record("upsample_bilinear forward f64", relative_error(y, ref), f64_limit);
+    std::vector<float> yf(ys);
+    const auto xf = to_float(x);
+    upsample_bilinear_forward<float>(g, xf.data(), yf.data());
+    record("upsample_bilinear forward f32", relative_error(yf, ref), f32_limit);
+    if (g.h == g.oh && g.w == g.ow) CHECK(y == x);
+    const vec r = random_vec(ys, ++seed);
+    vec dx(xs, 7.0);  // overwritten, not added to
+    upsample_bilinear_backward<double>(g, r.data(), dx.data());
+    record("upsample_bilinear backward vs numeric",
+           relative_error(dx, numeric_gradient(&x, r, [&] { return upsample_reference(g, x); })), numeric_limit);
+  }
+  print_worst("kernels");
+}
+
+TEST_CASE("per-pixel softmax cross-entropy: classes along dim 1, the mean over every pixel") {
+  const int64_t n = 2, classes = 4, inner = 6;
+  vec logits = random_vec(static_cast<std::size_t>(n * classes * inner), 91, -3, 3);
+  std::vector<int64_t> labels(static_cast<std::size_t>(n * inner));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7 + 1) % classes);
+  auto reference = [&] {
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t s = 0; s < inner; ++s) {
+        auto at = [&](int64_t j) { return logits[static_cast<std::size_t>((i * classes + j) * inner + s)]; };
+        double z = 0;
+        for (int64_t j = 0; j < classes; ++j) z += std::exp(at(j));
+        total += std::log(z) - at(labels[static_cast<std::size_t>(i * inner + s)]);
+      }
+    return vec{total / static_cast<double>(n * inner)};
+  };
+  CHECK(softmax_cross_entropy_forward<double>(n, classes, inner, logits.data(), labels.data()) ==
+        doctest::Approx(reference()[0]).epsilon(1e-14));
+  vec d(logits.size());
+  softmax_cross_entropy_backward<double>(n, classes, inner, logits.data(), labels.data(), 0.4, d.data());
+  record("per-pixel cross-entropy backward vs numeric", relative_error(d, numeric_gradient(&logits, {0.4}, reference)),
+         numeric_limit);
+  print_worst("kernels");
+}
 
 TEST_CASE("conv2d forward matches direct convolution; backward matches central differences") {
   std::uint64_t seed = 1;
@@ -582,16 +739,16 @@ TEST_CASE("softmax cross-entropy and mse loss") {
     }
     return vec{total / n};
   };
-  CHECK(softmax_cross_entropy_forward<double>(n, classes, logits.data(), labels.data()) == doctest::Approx(reference()[0]).epsilon(1e-14));
+  CHECK(softmax_cross_entropy_forward<double>(n, classes, 1, logits.data(), labels.data()) == doctest::Approx(reference()[0]).epsilon(1e-14));
   const auto lf = to_float(logits);
   record("softmax_cross_entropy forward f32",
-         relative_error(vec{softmax_cross_entropy_forward<float>(n, classes, lf.data(), labels.data())}, reference()), f32_limit);
+         relative_error(vec{softmax_cross_entropy_forward<float>(n, classes, 1, lf.data(), labels.data())}, reference()), f32_limit);
   vec d(logits.size());
-  softmax_cross_entropy_backward<double>(n, classes, logits.data(), labels.data(), 0.4, d.data());
+  softmax_cross_entropy_backward<double>(n, classes, 1, logits.data(), labels.data(), 0.4, d.data());
   record("softmax_cross_entropy backward vs numeric", relative_error(d, numeric_gradient(&logits, {0.4}, reference)),
          numeric_limit);
   std::vector<float> df(logits.size());
-  softmax_cross_entropy_backward<float>(n, classes, lf.data(), labels.data(), 0.4, df.data());
+  softmax_cross_entropy_backward<float>(n, classes, 1, lf.data(), labels.data(), 0.4, df.data());
   record("softmax_cross_entropy backward f32 vs f64", relative_error(df, d), f32_limit);
 
   vec a = random_vec(30, 82), b = random_vec(30, 83);

@@ -289,9 +289,56 @@ TEST_CASE("activation, batch-norm and softmax-loss bodies compute the CPU kernel
       gpu_grad[static_cast<std::size_t>(i * classes + j)] =
           el::cross_entropy_gradient(row[j], r, j == labels[static_cast<std::size_t>(i)], static_cast<double>(dloss) / rows);
   }
-  CHECK(total / rows == cpu::softmax_cross_entropy_forward(rows, classes, logits.data(), labels.data()));
-  cpu::softmax_cross_entropy_backward(rows, classes, logits.data(), labels.data(), dloss, cpu_grad.data());
+  CHECK(total / rows == cpu::softmax_cross_entropy_forward(rows, classes, 1, logits.data(), labels.data()));
+  cpu::softmax_cross_entropy_backward(rows, classes, 1, logits.data(), labels.data(), dloss, cpu_grad.data());
   CHECK(same_bits(gpu_grad, cpu_grad));
+
+  // Per pixel: logits [2, 5, 3·4], each position's classes 12 apart.
+  const std::int64_t images = 2, kinds = 5, inner = 12;
+  const auto pixels = random_values(static_cast<std::size_t>(images * kinds * inner), 10);
+  std::vector<std::int64_t> pixel_labels(static_cast<std::size_t>(images * inner));
+  for (std::size_t p = 0; p < pixel_labels.size(); ++p) pixel_labels[p] = static_cast<std::int64_t>(p * 3 % kinds);
+  std::vector<float> gpu_pixel_grad(pixels.size()), cpu_pixel_grad(pixels.size());
+  double pixel_total = 0;
+  const double pixel_scale = static_cast<double>(dloss) / static_cast<double>(images * inner);
+  for (std::int64_t p = 0; p < images * inner; ++p) {
+    const float* first = pixels.data() + p / inner * kinds * inner + p % inner;
+    const el::softmax_row r = el::softmax_of(first, kinds, inner);
+    const std::int64_t label = pixel_labels[static_cast<std::size_t>(p)];
+    pixel_total += el::cross_entropy(first, r, label, inner);
+    for (std::int64_t j = 0; j < kinds; ++j)
+      gpu_pixel_grad[static_cast<std::size_t>(first - pixels.data() + j * inner)] =
+          el::cross_entropy_gradient(first[j * inner], r, j == label, pixel_scale);
+  }
+  CHECK(pixel_total / static_cast<double>(images * inner) ==
+        doctest::Approx(cpu::softmax_cross_entropy_forward(images, kinds, inner, pixels.data(), pixel_labels.data()))
+            .epsilon(1e-15));
+  cpu::softmax_cross_entropy_backward(images, kinds, inner, pixels.data(), pixel_labels.data(), dloss,
+                                      cpu_pixel_grad.data());
+  CHECK(same_bits(gpu_pixel_grad, cpu_pixel_grad));
+}
+
+TEST_CASE("bilinear upsampling bodies give the CPU kernels' values and gathered gradients bit for bit") {
+  // Up, down, PSPNet's 90 → 713 ratio in small, from a 1×1 bin; both corner modes.
+  const std::vector<ops::upsample_geometry> cases{
+      {2, 3, 3, 4, 7, 9, false}, {2, 3, 3, 4, 7, 9, true}, {1, 2, 6, 6, 47, 47, true}, {1, 2, 6, 6, 47, 47, false},
+      {1, 2, 7, 9, 3, 4, false}, {1, 2, 7, 9, 3, 4, true}, {1, 3, 1, 1, 5, 4, true},   {1, 3, 1, 1, 5, 4, false},
+  };
+  std::uint64_t seed = 40;
+  for (const ops::upsample_geometry& g : cases) {
+    CAPTURE(g.h);
+    CAPTURE(g.oh);
+    CAPTURE(g.align_corners);
+    const auto in = static_cast<std::size_t>(g.n * g.c * g.h * g.w), out = static_cast<std::size_t>(g.n * g.c * g.oh * g.ow);
+    const auto x = random_values(in, ++seed), dy = random_values(out, ++seed);
+    std::vector<float> y_cpu(out), y_gpu(out), dx_cpu(in), dx_gpu(in);
+    cpu::upsample_bilinear_forward(g, x.data(), y_cpu.data());
+    cpu::upsample_bilinear_backward(g, dy.data(), dx_cpu.data());
+    for (std::size_t i = 0; i < out; ++i) y_gpu[i] = el::upsample_bilinear_forward(g, x.data(), static_cast<std::int64_t>(i));
+    for (std::size_t i = 0; i < in; ++i) dx_gpu[i] = el::upsample_bilinear_backward(g, dy.data(), static_cast<std::int64_t>(i));
+    CHECK(same_bits(y_gpu, y_cpu));
+    CHECK(same_bits(dx_gpu, dx_cpu));
+  }
 }
 
 }

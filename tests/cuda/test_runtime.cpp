@@ -177,13 +177,19 @@ TEST_CASE("cuDNN's descriptors give every zoo convolution the graph's output sha
     std::vector<ops::op_info> ops(g.size());
     for (node_id v = 0; v < g.size(); ++v) ops[v] = ops::parse_op(g, v, ops);
     for (node_id v = 0; v < g.size(); ++v) {
-      if (ops[v].kind != ops::op_kind::conv2d) continue;
       CAPTURE(g.node_name(v));
-      CHECK(cuda::convolution_output_shape(ops[v].conv) == ops[v].shape);
+      if (ops[v].kind == ops::op_kind::conv2d) {
+        CHECK(cuda::convolution_output_shape(ops[v].conv) == ops[v].shape);
+      } else if (ops[v].kind == ops::op_kind::conv_transpose2d) {
+        // The convolution a transposed one is the adjoint of maps its output back to its input.
+        CHECK(cuda::convolution_output_shape(ops[v].conv) == ops[g.inputs(v)[0]].shape);
+      } else {
+        continue;
+      }
       ++convolutions;
     }
   }
-  CHECK(convolutions > 2000);  // 2393 in the 18 models
+  CHECK(convolutions == 2587);  // in the 21 models, U-Net's 4 transposed ones included
 }
 
 TEST_CASE("bad graphs are refused naming the node, with or without a device") {
@@ -293,7 +299,7 @@ TEST_CASE("deterministic mode: every plan method gives regular training bit for 
 
 TEST_CASE("cuDNN offers deterministic FMA algorithms for every full-size zoo convolution, in every direction") {
   // The reduced families above prove determinism on their own shapes; this
-  // covers the 2393 convolutions of the 18 models at the seed's batch and
+  // covers the 2587 convolutions of the 21 models at the seed's batch and
   // input sizes. A model refuses a node with no suitable algorithm, naming it.
   std::size_t convolutions = 0;
   for (const zoo::model_info& info : zoo::models()) {
@@ -303,7 +309,7 @@ TEST_CASE("cuDNN offers deterministic FMA algorithms for every full-size zoo con
     try {
       const cuda::model<float> m(g, model_seed, deterministic());
       for (node_id v = 0; v < g.size(); ++v) {
-        if (m.ops()[v].kind != ops::op_kind::conv2d) continue;
+        if (m.ops()[v].kind != ops::op_kind::conv2d && m.ops()[v].kind != ops::op_kind::conv_transpose2d) continue;
         const cuda::convolution_algorithms a = m.algorithms(v);
         CHECK(a.forward >= 0);
         CHECK(a.backward_data >= 0);
@@ -315,7 +321,7 @@ TEST_CASE("cuDNN offers deterministic FMA algorithms for every full-size zoo con
     }
     CHECK_MESSAGE(refused.empty(), refused);
   }
-  CHECK(convolutions == 2393);
+  CHECK(convolutions == 2587);
 }
 
 TEST_CASE("dropout on the GPU drops exactly the elements the CPU runtime drops") {

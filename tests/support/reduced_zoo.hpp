@@ -9,7 +9,9 @@
 // Inception v3 (A, B, C, D, E blocks, asymmetric kernels, an auxiliary loss of
 // weight 0.4, odd sizes under stride 2) and DARTS (zoo::write_nas_network:
 // separable and dilated depthwise convolutions, FactorizedReduce with its
-// slice, the auxiliary head).
+// slice, the auxiliary head), U-Net (transposed convolutions, cropped skips,
+// a per-pixel loss) and PSPNet (dilation, pyramid pooling, bilinear
+// upsampling, two per-pixel losses).
 
 #include <cstdint>
 #include <string>
@@ -167,8 +169,26 @@ inline graph reduced_darts(const reduced_options& o = {}, std::int64_t cells = 3
   return std::move(b).build();
 }
 
+// U-Net with two levels of 4 and 8 channels on a 60×60 map: up-convolutions,
+// cropped skips, the per-pixel loss (zoo::detail::unet itself).
+inline graph reduced_unet(const reduced_options& o = {}) {
+  zoo::network_builder b("unet-reduced");
+  zoo::detail::unet(b, {o.batch, 60, 60, o.classes}, 4, 2);
+  return std::move(b).build();
+}
+
+// PSPNet on a ResNet of one, one, two and one bottlenecks with a stem of 4
+// channels on a 33×33 map: dilation, the pyramid (bins larger than the 5×5
+// map included), bilinear upsampling with aligned corners, two per-pixel
+// losses (zoo::detail::pspnet itself).
+inline graph reduced_pspnet(const reduced_options& o = {}) {
+  zoo::network_builder b("pspnet-reduced");
+  zoo::detail::pspnet(b, {o.batch, 33, 33, o.classes}, {1, 1, 2, 1}, 4);
+  return std::move(b).build();
+}
+
 /// The reduced network of a family: vgg, resnet, densenet, inception, darts,
-/// darts-2 (two reduction cells).
+/// darts-2 (two reduction cells), unet, pspnet.
 inline graph reduced_model(std::string_view family, const reduced_options& o = {}) {
   if (family == "vgg") return reduced_vgg(o);
   if (family == "resnet") return reduced_resnet(o);
@@ -176,11 +196,14 @@ inline graph reduced_model(std::string_view family, const reduced_options& o = {
   if (family == "inception") return reduced_inception(o);
   if (family == "darts") return reduced_darts(o);
   if (family == "darts-2") return reduced_darts(o, 2);
+  if (family == "unet") return reduced_unet(o);
+  if (family == "pspnet") return reduced_pspnet(o);
   throw error("no reduced model for family '" + std::string(family) + "'");
 }
 
 inline const std::vector<std::string>& reduced_families() {
-  static const std::vector<std::string> all{"vgg", "resnet", "densenet", "inception", "darts", "darts-2"};
+  static const std::vector<std::string> all{"vgg", "resnet", "densenet", "inception", "darts", "darts-2", "unet",
+                                           "pspnet"};
   return all;
 }
 

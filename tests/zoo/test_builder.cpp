@@ -166,6 +166,39 @@ TEST_CASE("transformer ops state their shapes") {
   CHECK(g.reads(*g.find("split")) == remat::backward_reads::none);
 }
 
+TEST_CASE("segmentation ops: transposed convolution, bilinear upsampling, a per-pixel loss") {
+  zoo::network_builder b("t");
+  const zoo::tensor x = b.input("x", {2, 8, 5, 7});
+  zoo::conv_transpose2d_options o;
+  o.out_channels = 4;
+  o.kernel = {3, 3};
+  o.stride = {2, 2};
+  o.padding = {1, 1};
+  o.output_padding = {1, 0};
+  o.bias = true;
+  // (5 − 1)·2 − 2 + 3 + 1 = 10 and (7 − 1)·2 − 2 + 3 = 13.
+  const zoo::tensor y = b.conv_transpose2d("up", x, o);
+  CHECK(y.dims == dims{2, 4, 10, 13});
+  CHECK(b.parameter_count() == 8 * 4 * 9 + 4);
+  const zoo::tensor z = b.upsample_bilinear("resize", y, 21, 26, true);
+  CHECK(z.dims == dims{2, 4, 21, 26});
+  const zoo::tensor labels = b.labels("labels", dims{2, 21, 26});
+  b.softmax_cross_entropy("loss", z, labels);
+  CHECK_THROWS_WITH_AS(b.softmax_cross_entropy("bad", z, b.labels("rows", 2)),
+                       "node 'bad': labels must be i64 of shape [2, 21, 26]", remat::error);
+  o.output_padding = {2, 0};
+  CHECK_THROWS_WITH_AS(b.conv_transpose2d("wide", x, o), doctest::Contains("below the stride"), remat::error);
+  CHECK_THROWS_WITH_AS(b.upsample_bilinear("empty", y, 0, 4), doctest::Contains("positive"), remat::error);
+  const remat::graph g = std::move(b).build();
+  CHECK(std::get<dims>(attr(g, "up", "output_padding")) == dims{1, 0});
+  CHECK(std::get<std::int64_t>(attr(g, "resize", "align_corners")) == 1);
+  CHECK(g.reads(*g.find("up")) == remat::backward_reads::inputs);
+  CHECK(g.reads(*g.find("resize")) == remat::backward_reads::none);
+  // Every input element meets every tap and output channel: 2·(2·8·5·7)·(4·9) + 2·4·10·13 bias adds.
+  const double flops = 2.0 * (2 * 8 * 5 * 7) * (4 * 9) + 2 * 4 * 10 * 13;
+  CHECK(g.time(*g.find("up")) >= flops / zoo::profile("h100").flops(zoo::dtype::f32));
+}
+
 TEST_CASE("shapes that do not fit are refused, naming the node") {
   zoo::network_builder b("t");
   const zoo::tensor x = b.input("x", {2, 6, 4, 4});

@@ -47,7 +47,8 @@ remat::backward_reads contract(const std::string& op) {
       {"input", r::none},     {"conv2d", r::inputs},   {"batch_norm", r::inputs},        {"relu", r::output},
       {"sigmoid", r::output}, {"max_pool", r::both},   {"avg_pool", r::none},            {"adaptive_avg_pool", r::none},
       {"add", r::none},       {"concat", r::none},     {"linear", r::inputs},            {"dropout", r::none},
-      {"flatten", r::none},   {"slice", r::none},      {"softmax_cross_entropy", r::inputs}};
+      {"flatten", r::none},   {"slice", r::none},      {"softmax_cross_entropy", r::inputs},
+      {"conv_transpose2d", r::inputs},                 {"upsample_bilinear", r::none}};
   for (const auto& [name, reads] : table)
     if (name == op) return reads;
   FAIL("op " << op << " is not in the op reference");
@@ -162,8 +163,60 @@ TEST_CASE("GoogLeNet at Kusumoto et al.'s 32x3x224x224: every stage's output as 
   }
 }
 
+TEST_CASE("U-Net at Kusumoto et al.'s 8x1x572x572: Ronneberger et al.'s maps, a per-pixel loss over 388x388") {
+  const remat::graph g = zoo::build("unet");
+  // Fig. 1 of Ronneberger et al.: valid convolutions take 2 pixels a side,
+  // up-convolutions double the map, the skips are cropped to it.
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages{
+      {"input", {8, 1, 572, 572}},          {"down1.relu2", {8, 64, 568, 568}},   {"pool1", {8, 64, 284, 284}},
+      {"down2.relu2", {8, 128, 280, 280}},  {"down3.relu2", {8, 256, 136, 136}},  {"down4.relu2", {8, 512, 64, 64}},
+      {"bottom.relu2", {8, 1024, 28, 28}},  {"up4.upconv", {8, 512, 56, 56}},     {"up4.crop", {8, 512, 56, 56}},
+      {"up4.concat", {8, 1024, 56, 56}},    {"up4.relu2", {8, 512, 52, 52}},      {"up3.upconv", {8, 256, 104, 104}},
+      {"up2.relu2", {8, 128, 196, 196}},    {"up1.upconv", {8, 64, 392, 392}},    {"up1.crop", {8, 64, 392, 392}},
+      {"head", {8, 2, 388, 388}},           {"labels", {8, 388, 388}},            {"loss", {1}},
+  };
+  for (const auto& [stage, expected] : stages) {
+    CAPTURE(stage);
+    CHECK(shape_of(g, stage) == expected);
+  }
+  // The crop takes the centre: (568 − 392) / 2 = 88 pixels off each side.
+  const auto crop = g.find("up1.crop");
+  REQUIRE(crop);
+  CHECK(std::get<std::vector<std::int64_t>>(g.attrs(*crop).at("begin")) == std::vector<std::int64_t>{0, 0, 88, 88});
+  CHECK(g.op(*g.find("up1.upconv")) == "conv_transpose2d");
+  CHECK(parameter_elements(g) == zoo::find_model("unet").published_parameters);
+}
+
+TEST_CASE("PSPNet at Kusumoto et al.'s 1x3x713x713: output stride 8, the pyramid, two per-pixel losses") {
+  const remat::graph g = zoo::build("pspnet");
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages{
+      {"input", {1, 3, 713, 713}},                       {"backbone.relu", {1, 64, 357, 357}},
+      {"backbone.maxpool", {1, 64, 179, 179}},           {"backbone.layer1.2.relu_out", {1, 256, 179, 179}},
+      {"backbone.layer2.3.relu_out", {1, 512, 90, 90}},  {"backbone.layer3.22.relu_out", {1, 1024, 90, 90}},
+      {"backbone.layer4.2.relu_out", {1, 2048, 90, 90}}, {"ppm.features.0.0", {1, 2048, 1, 1}},
+      {"ppm.features.3.0", {1, 2048, 6, 6}},             {"ppm.features.3.upsample", {1, 512, 90, 90}},
+      {"ppm.concat", {1, 4096, 90, 90}},                 {"cls.4", {1, 19, 90, 90}},
+      {"upsample", {1, 19, 713, 713}},                   {"aux.upsample", {1, 19, 713, 713}},
+      {"labels", {1, 713, 713}},
+  };
+  for (const auto& [stage, expected] : stages) {
+    CAPTURE(stage);
+    CHECK(shape_of(g, stage) == expected);
+  }
+  // torchvision's replace_stride_with_dilation: the first block of a dilated
+  // stage keeps the previous dilation.
+  auto dilation = [&](const char* node) { return std::get<std::vector<std::int64_t>>(g.attrs(*g.find(node)).at("dilation"))[0]; };
+  CHECK(dilation("backbone.layer3.0.conv2") == 1);
+  CHECK(dilation("backbone.layer3.1.conv2") == 2);
+  CHECK(dilation("backbone.layer4.0.conv2") == 2);
+  CHECK(dilation("backbone.layer4.2.conv2") == 4);
+  CHECK(std::get<std::int64_t>(g.attrs(*g.find("upsample")).at("align_corners")) == 1);
+  CHECK(std::get<double>(g.attrs(*g.find("aux_loss")).at("loss_weight")) == 0.4);
+  CHECK(parameter_elements(g) == zoo::find_model("pspnet").published_parameters);
+}
+
 TEST_CASE("models with an auxiliary classifier have two weighted losses, both sinks") {
-  for (const char* name : {"inception-v3", "darts-cifar10"}) {
+  for (const char* name : {"inception-v3", "darts-cifar10", "pspnet"}) {
     CAPTURE(name);
     const remat::graph g = zoo::build(name);
     const auto main = g.find("loss"), aux = g.find("aux_loss");
@@ -222,7 +275,9 @@ TEST_CASE("build options scale bytes and times") {
 }
 
 TEST_CASE("the model list carries the OGC table's default sizes") {
-  REQUIRE(zoo::models().size() == 19);
+  REQUIRE(zoo::models().size() == 21);
+  CHECK(zoo::find_model("unet").batch == 8);
+  CHECK(zoo::find_model("pspnet").height == 713);
   CHECK(zoo::find_model("googlenet").batch == 32);
   CHECK(zoo::find_model("alexnet").batch == 1024);
   CHECK(zoo::find_model("resnet152").batch == 16);

@@ -51,8 +51,11 @@ host_model<T>::host_model(graph g, std::uint64_t seed) : graph_(std::move(g)), s
       running_mean_[v].assign(static_cast<std::size_t>(o.norm.c), T(0));
       running_var_[v].assign(static_cast<std::size_t>(o.norm.c), T(1));
     } else if (!p.empty()) {
+      // torch's fan-in: a transposed convolution's weight [in, out, kh, kw] has out·kh·kw.
       const double fan_in = o.kind == op_kind::conv2d
                                 ? static_cast<double>(o.conv.c / o.conv.groups * o.conv.kh * o.conv.kw)
+                            : o.kind == op_kind::conv_transpose2d
+                                ? static_cast<double>(o.conv.c * o.conv.kh * o.conv.kw)
                                 : static_cast<double>(o.in_features);
       const double bound = 1.0 / std::sqrt(fan_in);
       for (std::size_t i = 0; i < p.size(); ++i)

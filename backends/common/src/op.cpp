@@ -15,8 +15,8 @@ namespace {
 using std::int64_t;
 
 constexpr std::string_view supported =
-    "conv2d, batch_norm, relu, sigmoid, max_pool, avg_pool, adaptive_avg_pool, add, concat, linear, dropout, "
-    "flatten, slice, softmax_cross_entropy, mse_loss";
+    "conv2d, conv_transpose2d, batch_norm, relu, sigmoid, max_pool, avg_pool, adaptive_avg_pool, "
+    "upsample_bilinear, add, concat, linear, dropout, flatten, slice, softmax_cross_entropy, mse_loss";
 
 std::string text(std::span<const int64_t> dims) {
   std::string s = "[";
@@ -182,6 +182,44 @@ op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
     expect_shape({c.n, c.k, c.oh(), c.ow()});
     o.weight_elements = static_cast<std::uint64_t>(c.k * (c.c / c.groups) * c.kh * c.kw);
     o.bias_elements = r.flag_or("bias", false) ? static_cast<std::uint64_t>(c.k) : 0;
+  } else if (name == "conv_transpose2d") {
+    o.kind = op_kind::conv_transpose2d;
+    o.needs = backward_reads::inputs;
+    arity(1, 1);
+    rank_of(0, 4);
+    const auto& x = operand(0).shape;
+    const auto kernel = r.integers("kernel", 2), stride = r.integers("stride", 2);
+    const auto padding = r.integers("padding", 2), extra = r.integers_or("output_padding", {0, 0});
+    check_window(r, kernel, stride, padding, {1, 1});
+    if (r.integer_or("groups", 1) != 1 || r.integers_or("dilation", {1, 1}) != std::vector<int64_t>{1, 1})
+      r.fail("conv_transpose2d is supported with groups 1 and dilation 1 only");
+    for (std::size_t i = 0; i < 2; ++i)
+      if (extra[i] < 0 || extra[i] >= stride[i]) r.fail("output_padding must be non-negative and below the stride");
+    if (r.integer_or("in_channels", x[1]) != x[1])
+      r.fail("in_channels is " + std::to_string(r.integer("in_channels")) + " but its operand has " +
+             std::to_string(x[1]) + " channels");
+    // The convolution this op is the adjoint of runs from the op's output back to its input.
+    conv2d_geometry& c = o.conv;
+    c.n = x[0], c.k = x[1], c.c = r.integer("out_channels");
+    if (c.c < 1) r.fail("out_channels must be positive");
+    c.kh = kernel[0], c.kw = kernel[1], c.sh = stride[0], c.sw = stride[1], c.ph = padding[0], c.pw = padding[1];
+    c.h = (x[2] - 1) * c.sh - 2 * c.ph + c.kh + extra[0];
+    c.w = (x[3] - 1) * c.sw - 2 * c.pw + c.kw + extra[1];
+    if (c.h < 1 || c.w < 1) r.fail("input " + text(x) + " is too small for the padding");
+    expect_shape({c.n, c.c, c.h, c.w});
+    o.weight_elements = static_cast<std::uint64_t>(c.k * c.c * c.kh * c.kw);
+    o.bias_elements = r.flag_or("bias", false) ? static_cast<std::uint64_t>(c.c) : 0;
+  } else if (name == "upsample_bilinear") {
+    o.kind = op_kind::upsample_bilinear;
+    arity(1, 1);
+    rank_of(0, 4);
+    const auto& x = operand(0).shape;
+    const auto size = r.integers("size", 2);
+    if (size[0] < 1 || size[1] < 1) r.fail("size must be positive");
+    upsample_geometry& u = o.upsample;
+    u.n = x[0], u.c = x[1], u.h = x[2], u.w = x[3], u.oh = size[0], u.ow = size[1];
+    u.align_corners = r.flag_or("align_corners", false);
+    expect_shape({u.n, u.c, u.oh, u.ow});
   } else if (name == "batch_norm") {
     o.kind = op_kind::batch_norm;
     o.needs = backward_reads::inputs;
@@ -313,12 +351,16 @@ op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
     o.kind = op_kind::softmax_cross_entropy;
     o.needs = backward_reads::inputs;
     arity(2, 2);
-    rank_of(0, 2);
     const auto& logits = operand(0).shape;
-    if (!operand(1).labels || operand(1).shape != std::vector<int64_t>{logits[0]} || !g.is_input(operands[1]))
-      r.fail("its second operand must be an i64 graph input of shape [" + std::to_string(logits[0]) + "]");
+    if (logits.size() < 2) r.fail("needs logits of rank 2 or more, got " + text(logits));
+    std::vector<int64_t> positions = logits;
+    positions.erase(positions.begin() + 1);
+    if (!operand(1).labels || operand(1).shape != positions || !g.is_input(operands[1]))
+      r.fail("its second operand must be an i64 graph input of shape " + text(positions));
     o.rows = logits[0];
     o.classes = logits[1];
+    o.inner = 1;
+    for (std::size_t d = 2; d < logits.size(); ++d) o.inner *= logits[d];
     o.loss_weight = r.real_or("loss_weight", 1.0);
     expect_shape({1});
   } else if (name == "mse_loss") {

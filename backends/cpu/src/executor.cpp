@@ -40,7 +40,8 @@ executor<T>::executor(model<T>& m, schedule steps) : model_(&m), steps_(std::mov
   for (node_id v = 0; v < g.size(); ++v) {
     const op_info& o = m.op(v);
     if (o.kind == op_kind::input) continue;
-    std::size_t need = o.kind == op_kind::conv2d ? conv2d_scratch(o.conv) : 0;
+    std::size_t need =
+        o.kind == op_kind::conv2d || o.kind == op_kind::conv_transpose2d ? conv2d_scratch(o.conv) : 0;
     for (node_id p : g.inputs(v))
       if (!g.is_input(p)) need += m.op(p).elements();
     scratch_elements_ = std::max(scratch_elements_, need);
@@ -104,6 +105,10 @@ step_report executor<T>::run(const step_options& options, const value_observer& 
         conv2d_forward(o.conv, x, w, o.bias_elements ? w + o.weight_elements : nullptr, y,
                        std::span<T>(carve(conv2d_scratch(o.conv)), conv2d_scratch(o.conv)));
         break;
+      case op_kind::conv_transpose2d:
+        conv_transpose2d_forward(o.conv, x, w, o.bias_elements ? w + o.weight_elements : nullptr, y,
+                                 std::span<T>(carve(conv2d_scratch(o.conv)), conv2d_scratch(o.conv)));
+        break;
       case op_kind::batch_norm:
         batch_mean.resize(static_cast<std::size_t>(o.norm.c));
         batch_var.resize(static_cast<std::size_t>(o.norm.c));
@@ -119,6 +124,7 @@ step_report executor<T>::run(const step_options& options, const value_observer& 
       case op_kind::max_pool: max_pool_forward(o.pool, x, y); break;
       case op_kind::avg_pool: avg_pool_forward(o.pool, x, y); break;
       case op_kind::adaptive_avg_pool: adaptive_avg_pool_forward(o.pool, x, y); break;
+      case op_kind::upsample_bilinear: upsample_bilinear_forward(o.upsample, x, y); break;
       case op_kind::add: add_forward(count, std::span<const T* const>(in), y); break;
       case op_kind::concat: concat_forward(o.outer, o.inner, std::span<const std::int64_t>(o.channels),
                                            std::span<const T* const>(in), y); break;
@@ -129,7 +135,8 @@ step_report executor<T>::run(const step_options& options, const value_observer& 
       case op_kind::flatten: std::copy(x, x + count, y); break;
       case op_kind::slice: slice_forward<T>(o.in_dims, o.begin, o.end, x, y); break;
       case op_kind::softmax_cross_entropy:
-        y[0] = static_cast<T>(softmax_cross_entropy_forward(o.rows, o.classes, x, m.labels(operands[1]).data()));
+        y[0] = static_cast<T>(
+            softmax_cross_entropy_forward(o.rows, o.classes, o.inner, x, m.labels(operands[1]).data()));
         break;
       case op_kind::mse_loss: y[0] = static_cast<T>(mse_loss_forward(m.op(operands[0]).elements(), x, in[1])); break;
       case op_kind::input: REMAT_ASSERT(false); break;
@@ -175,12 +182,17 @@ step_report executor<T>::run(const step_options& options, const value_observer& 
       case op_kind::conv2d:
         conv2d_backward(o.conv, x, w, dy, dx, dw, db, std::span<T>(carve(conv2d_scratch(o.conv)), conv2d_scratch(o.conv)));
         break;
+      case op_kind::conv_transpose2d:
+        conv_transpose2d_backward(o.conv, x, w, dy, dx, dw, db,
+                                  std::span<T>(carve(conv2d_scratch(o.conv)), conv2d_scratch(o.conv)));
+        break;
       case op_kind::batch_norm: batch_norm_backward(o.norm, x, w, o.eps, dy, dx, dw, dw + o.weight_elements); break;
       case op_kind::relu: if (dx) relu_backward(count, own, dy, dx); break;
       case op_kind::sigmoid: if (dx) sigmoid_backward(count, own, dy, dx); break;
       case op_kind::max_pool: if (dx) max_pool_backward(o.pool, x, dy, dx); break;
       case op_kind::avg_pool: if (dx) avg_pool_backward(o.pool, dy, dx); break;
       case op_kind::adaptive_avg_pool: if (dx) adaptive_avg_pool_backward(o.pool, dy, dx); break;
+      case op_kind::upsample_bilinear: if (dx) upsample_bilinear_backward(o.upsample, dy, dx); break;
       case op_kind::add:
         for (T* d : dst)
           if (d) std::copy(dy, dy + count, d);
@@ -195,7 +207,8 @@ step_report executor<T>::run(const step_options& options, const value_observer& 
       case op_kind::flatten: if (dx) std::copy(dy, dy + count, dx); break;
       case op_kind::slice: if (dx) slice_backward<T>(o.in_dims, o.begin, o.end, dy, dx); break;
       case op_kind::softmax_cross_entropy:
-        if (dx) softmax_cross_entropy_backward(o.rows, o.classes, x, m.labels(operands[1]).data(), dy[0], dx);
+        if (dx)
+          softmax_cross_entropy_backward(o.rows, o.classes, o.inner, x, m.labels(operands[1]).data(), dy[0], dx);
         break;
       case op_kind::mse_loss: mse_loss_backward(m.op(operands[0]).elements(), x, in[1], dy[0], dx, dst[1]); break;
       case op_kind::input: REMAT_ASSERT(false); break;

@@ -13,6 +13,8 @@ using ops::batch_norm_geometry;
 using ops::conv2d_geometry;
 using ops::dropout_key;
 using ops::pool_geometry;
+using ops::bilinear_source;
+using ops::upsample_geometry;
 
 namespace {
 
@@ -20,6 +22,19 @@ using std::int64_t;
 using std::size_t;
 
 size_t to_size(int64_t v) noexcept { return static_cast<size_t>(v); }
+
+// out[ch] = Σ over images and positions of v [n, channels, spatial], in double.
+template <class T>
+void channel_sum(int64_t n, int64_t channels, int64_t spatial, const T* v, T* out) {
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    double sum = 0;
+    for (int64_t img = 0; img < n; ++img) {
+      const T* p = v + (img * channels + ch) * spatial;
+      for (int64_t s = 0; s < spatial; ++s) sum += static_cast<double>(p[s]);
+    }
+    out[ch] = static_cast<T>(sum);
+  }
+}
 
 bool is_pointwise(const conv2d_geometry& g) noexcept {
   return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
@@ -170,17 +185,19 @@ void conv2d_backward(const conv2d_geometry& g, const T* x, const T* weight, cons
   const bool pointwise = is_pointwise(g);
   for (int64_t img = 0; img < g.n; ++img)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* xg = x + (img * g.c + grp * cg) * g.h * g.w;
       const T* dyg = dy + (img * g.k + grp * kg) * ohw;
       const T* wg = weight + grp * kg * taps;
-      const T* col = xg;
-      if (!pointwise) {
-        im2col(g, cg, xg, scratch.data());
-        col = scratch.data();
+      if (dweight) {
+        const T* xg = x + (img * g.c + grp * cg) * g.h * g.w;
+        const T* col = xg;
+        if (!pointwise) {
+          im2col(g, cg, xg, scratch.data());
+          col = scratch.data();
+        }
+        // dW_g (+)= dy_g · colᵀ, images summed in order.
+        detail::gemm(false, true, to_size(kg), to_size(taps), to_size(ohw), dyg, to_size(ohw), col, to_size(ohw),
+                     dweight + grp * kg * taps, to_size(taps), img > 0);
       }
-      // dW_g (+)= dy_g · colᵀ, images summed in order.
-      detail::gemm(false, true, to_size(kg), to_size(taps), to_size(ohw), dyg, to_size(ohw), col, to_size(ohw),
-                   dweight + grp * kg * taps, to_size(taps), img > 0);
       if (!dx) continue;
       T* dxg = dx + (img * g.c + grp * cg) * g.h * g.w;
       if (pointwise) {
@@ -192,15 +209,31 @@ void conv2d_backward(const conv2d_geometry& g, const T* x, const T* weight, cons
         col2im(g, cg, scratch.data(), dxg);
       }
     }
-  if (dbias)
-    for (int64_t o = 0; o < g.k; ++o) {
-      double sum = 0;
-      for (int64_t img = 0; img < g.n; ++img) {
-        const T* p = dy + (img * g.k + o) * ohw;
-        for (int64_t s = 0; s < ohw; ++s) sum += static_cast<double>(p[s]);
+  if (dbias) channel_sum(g.n, g.k, ohw, dy, dbias);
+}
+
+// The roles swap: the op's input is the adjoint convolution's output gradient,
+// its output that convolution's input.
+template <class T>
+void conv_transpose2d_forward(const conv2d_geometry& g, const T* x, const T* weight, const T* bias, T* y,
+                              std::span<T> scratch) {
+  conv2d_backward<T>(g, nullptr, weight, x, y, nullptr, nullptr, scratch);
+  if (bias) {
+    const int64_t hw = g.h * g.w;
+    for (int64_t img = 0; img < g.n; ++img)
+      for (int64_t ch = 0; ch < g.c; ++ch) {
+        T* plane = y + (img * g.c + ch) * hw;
+        for (int64_t s = 0; s < hw; ++s) plane[s] += bias[ch];
       }
-      dbias[o] = static_cast<T>(sum);
-    }
+  }
+}
+
+template <class T>
+void conv_transpose2d_backward(const conv2d_geometry& g, const T* x, const T* weight, const T* dy, T* dx,
+                               T* dweight, T* dbias, std::span<T> scratch) {
+  if (dx) conv2d_forward<T>(g, dy, weight, nullptr, dx, scratch);
+  if (dweight) conv2d_backward<T>(g, dy, weight, x, nullptr, dweight, nullptr, scratch);
+  if (dbias) channel_sum(g.n, g.c, g.h * g.w, dy, dbias);
 }
 
 template <class T>
@@ -471,34 +504,75 @@ void slice_backward(std::span<const int64_t> dims, std::span<const int64_t> begi
 }
 
 template <class T>
-double softmax_cross_entropy_forward(int64_t n, int64_t classes, const T* logits, const int64_t* labels) {
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const T* row = logits + i * classes;
-    double top = static_cast<double>(row[0]);
-    for (int64_t j = 1; j < classes; ++j) top = std::max(top, static_cast<double>(row[j]));
-    double sum = 0;
-    for (int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - top);
-    total += std::log(sum) + top - static_cast<double>(row[labels[i]]);
+void upsample_bilinear_forward(const upsample_geometry& g, const T* x, T* y) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const auto ty = bilinear_source<T>(oy, g.h, g.oh, g.align_corners);
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const auto tx = bilinear_source<T>(ox, g.w, g.ow, g.align_corners);
+      for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+        const T* p = x + plane * g.h * g.w;
+        const T top = (1 - tx.weight) * p[ty.first * g.w + tx.first] + tx.weight * p[ty.first * g.w + tx.second];
+        const T bottom = (1 - tx.weight) * p[ty.second * g.w + tx.first] + tx.weight * p[ty.second * g.w + tx.second];
+        y[(plane * g.oh + oy) * g.ow + ox] = (1 - ty.weight) * top + ty.weight * bottom;
+      }
+    }
   }
-  return total / static_cast<double>(n);
 }
 
 template <class T>
-void softmax_cross_entropy_backward(int64_t n, int64_t classes, const T* logits, const int64_t* labels, T dloss,
-                                    T* dlogits) {
-  const double scale = static_cast<double>(dloss) / static_cast<double>(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const T* row = logits + i * classes;
-    double top = static_cast<double>(row[0]);
-    for (int64_t j = 1; j < classes; ++j) top = std::max(top, static_cast<double>(row[j]));
-    double sum = 0;
-    for (int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - top);
-    for (int64_t j = 0; j < classes; ++j) {
-      const double softmax = std::exp(static_cast<double>(row[j]) - top) / sum;
-      dlogits[i * classes + j] = static_cast<T>((softmax - (j == labels[i] ? 1.0 : 0.0)) * scale);
+void upsample_bilinear_backward(const upsample_geometry& g, const T* dy, T* dx) {
+  std::fill(dx, dx + g.n * g.c * g.h * g.w, T(0));
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const auto ty = bilinear_source<T>(oy, g.h, g.oh, g.align_corners);
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const auto tx = bilinear_source<T>(ox, g.w, g.ow, g.align_corners);
+      for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+        T* p = dx + plane * g.h * g.w;
+        const T d = dy[(plane * g.oh + oy) * g.ow + ox];
+        p[ty.first * g.w + tx.first] += (1 - ty.weight) * (1 - tx.weight) * d;
+        p[ty.first * g.w + tx.second] += (1 - ty.weight) * tx.weight * d;
+        p[ty.second * g.w + tx.first] += ty.weight * (1 - tx.weight) * d;
+        p[ty.second * g.w + tx.second] += ty.weight * tx.weight * d;
+      }
     }
   }
+}
+
+// One position's classes lie `inner` apart: logits [n, classes, inner].
+template <class T>
+double softmax_cross_entropy_forward(int64_t n, int64_t classes, int64_t inner, const T* logits,
+                                     const int64_t* labels) {
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t s = 0; s < inner; ++s) {
+      const T* row = logits + i * classes * inner + s;
+      double top = static_cast<double>(row[0]);
+      for (int64_t j = 1; j < classes; ++j) top = std::max(top, static_cast<double>(row[j * inner]));
+      double sum = 0;
+      for (int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j * inner]) - top);
+      total += std::log(sum) + top - static_cast<double>(row[labels[i * inner + s] * inner]);
+    }
+  return total / static_cast<double>(n * inner);
+}
+
+template <class T>
+void softmax_cross_entropy_backward(int64_t n, int64_t classes, int64_t inner, const T* logits,
+                                    const int64_t* labels, T dloss, T* dlogits) {
+  const double scale = static_cast<double>(dloss) / static_cast<double>(n * inner);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t s = 0; s < inner; ++s) {
+      const int64_t first = i * classes * inner + s;
+      const T* row = logits + first;
+      double top = static_cast<double>(row[0]);
+      for (int64_t j = 1; j < classes; ++j) top = std::max(top, static_cast<double>(row[j * inner]));
+      double sum = 0;
+      for (int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j * inner]) - top);
+      const int64_t label = labels[i * inner + s];
+      for (int64_t j = 0; j < classes; ++j) {
+        const double softmax = std::exp(static_cast<double>(row[j * inner]) - top) / sum;
+        dlogits[first + j * inner] = static_cast<T>((softmax - (j == label ? 1.0 : 0.0)) * scale);
+      }
+    }
 }
 
 template <class T>
@@ -524,6 +598,9 @@ void mse_loss_backward(size_t count, const T* a, const T* b, T dloss, T* da, T* 
 #define REMAT_CPU_KERNELS(T)                                                                                          \
   template void conv2d_forward<T>(const conv2d_geometry&, const T*, const T*, const T*, T*, std::span<T>);           \
   template void conv2d_backward<T>(const conv2d_geometry&, const T*, const T*, const T*, T*, T*, T*, std::span<T>); \
+  template void conv_transpose2d_forward<T>(const conv2d_geometry&, const T*, const T*, const T*, T*, std::span<T>); \
+  template void conv_transpose2d_backward<T>(const conv2d_geometry&, const T*, const T*, const T*, T*, T*, T*,      \
+                                             std::span<T>);                                                         \
   template void linear_forward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*);                      \
   template void linear_backward<T>(int64_t, int64_t, int64_t, const T*, const T*, const T*, T*, T*, T*);             \
   template void batch_norm_forward<T>(const batch_norm_geometry&, const T*, const T*, const T*, double, T*, double*, \
@@ -540,6 +617,8 @@ void mse_loss_backward(size_t count, const T* a, const T* b, T dloss, T* da, T* 
   template void avg_pool_backward<T>(const pool_geometry&, const T*, T*);                                            \
   template void adaptive_avg_pool_forward<T>(const pool_geometry&, const T*, T*);                                    \
   template void adaptive_avg_pool_backward<T>(const pool_geometry&, const T*, T*);                                   \
+  template void upsample_bilinear_forward<T>(const upsample_geometry&, const T*, T*);                               \
+  template void upsample_bilinear_backward<T>(const upsample_geometry&, const T*, T*);                              \
   template void add_forward<T>(size_t, std::span<const T* const>, T*);                                               \
   template void concat_forward<T>(int64_t, int64_t, std::span<const int64_t>, std::span<const T* const>, T*);        \
   template void concat_backward<T>(int64_t, int64_t, std::span<const int64_t>, const T*, std::span<T* const>);       \
@@ -549,8 +628,8 @@ void mse_loss_backward(size_t count, const T* a, const T* b, T dloss, T* da, T* 
                                  const T*, T*);                                                                      \
   template void slice_backward<T>(std::span<const int64_t>, std::span<const int64_t>, std::span<const int64_t>,      \
                                   const T*, T*);                                                                     \
-  template double softmax_cross_entropy_forward<T>(int64_t, int64_t, const T*, const int64_t*);                      \
-  template void softmax_cross_entropy_backward<T>(int64_t, int64_t, const T*, const int64_t*, T, T*);                \
+  template double softmax_cross_entropy_forward<T>(int64_t, int64_t, int64_t, const T*, const int64_t*);             \
+  template void softmax_cross_entropy_backward<T>(int64_t, int64_t, int64_t, const T*, const int64_t*, T, T*);       \
   template double mse_loss_forward<T>(size_t, const T*, const T*);                                                   \
   template void mse_loss_backward<T>(size_t, const T*, const T*, T, T*, T*);
 

@@ -22,6 +22,7 @@
 #include <remat/ops/dropout.hpp>
 #include <remat/ops/op.hpp>
 #include <remat/ops/pooling.hpp>
+#include <remat/ops/upsample.hpp>
 
 #if defined(__CUDACC__)
 #define REMAT_HOST_DEVICE __host__ __device__
@@ -163,6 +164,58 @@ REMAT_HOST_DEVICE T adaptive_avg_pool_backward(const ops::pool_geometry& g, cons
   return sum;
 }
 
+// ---- bilinear upsampling ------------------------------------------------------------
+
+template <class T>
+REMAT_HOST_DEVICE T upsample_bilinear_forward(const ops::upsample_geometry& g, const T* x, int64_t out) noexcept {
+  const int64_t plane = out / (g.oh * g.ow), oy = out / g.ow % g.oh, ox = out % g.ow;
+  const auto ty = ops::bilinear_source<T>(oy, g.h, g.oh, g.align_corners);
+  const auto tx = ops::bilinear_source<T>(ox, g.w, g.ow, g.align_corners);
+  const T* p = x + plane * g.h * g.w;
+  const T top = (1 - tx.weight) * p[ty.first * g.w + tx.first] + tx.weight * p[ty.first * g.w + tx.second];
+  const T bottom = (1 - tx.weight) * p[ty.second * g.w + tx.first] + tx.weight * p[ty.second * g.w + tx.second];
+  return (1 - ty.weight) * top + ty.weight * bottom;
+}
+
+/// The first output index along an axis whose first tap is at least `index`
+/// (`out` when none is): the taps never decrease along the output.
+template <class T>
+REMAT_HOST_DEVICE int64_t first_output_from(int64_t index, int64_t in, int64_t out, bool align_corners) noexcept {
+  int64_t lo = 0, hi = out;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (ops::bilinear_source<T>(mid, in, out, align_corners).first < index) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/// Input element `in`'s gradient: the outputs whose first tap is its index
+/// or the one before, each tap pair added in the CPU kernel's order.
+template <class T>
+REMAT_HOST_DEVICE T upsample_bilinear_backward(const ops::upsample_geometry& g, const T* dy, int64_t in) noexcept {
+  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
+  const T* dyp = dy + plane * g.oh * g.ow;
+  const int64_t oy_end = first_output_from<T>(iy + 1, g.h, g.oh, g.align_corners);
+  const int64_t ox_begin = first_output_from<T>(ix - 1, g.w, g.ow, g.align_corners);
+  const int64_t ox_end = first_output_from<T>(ix + 1, g.w, g.ow, g.align_corners);
+  T sum = T(0);
+  for (int64_t oy = first_output_from<T>(iy - 1, g.h, g.oh, g.align_corners); oy < oy_end; ++oy) {
+    const auto ty = ops::bilinear_source<T>(oy, g.h, g.oh, g.align_corners);
+    if (ty.first != iy && ty.second != iy) continue;
+    for (int64_t ox = ox_begin; ox < ox_end; ++ox) {
+      const auto tx = ops::bilinear_source<T>(ox, g.w, g.ow, g.align_corners);
+      if (tx.first != ix && tx.second != ix) continue;
+      const T d = dyp[oy * g.ow + ox];
+      if (ty.first == iy && tx.first == ix) sum += (1 - ty.weight) * (1 - tx.weight) * d;
+      if (ty.first == iy && tx.second == ix) sum += (1 - ty.weight) * tx.weight * d;
+      if (ty.second == iy && tx.first == ix) sum += ty.weight * (1 - tx.weight) * d;
+      if (ty.second == iy && tx.second == ix) sum += ty.weight * tx.weight * d;
+    }
+  }
+  return sum;
+}
+
 // ---- concat and slice -------------------------------------------------------------
 
 /// Where operand k of a concat along dim 1 sits in the output, as a strided
@@ -264,19 +317,25 @@ struct softmax_row {
   double top = 0, sum = 0;
 };
 
+/// The softmax statistics of one position's logits, `stride` apart (1 for a
+/// row of N×K logits, H·W for a pixel of N×K×H×W logits).
 template <class T>
-REMAT_HOST_DEVICE softmax_row softmax_of(const T* row, int64_t classes) noexcept {
+REMAT_HOST_DEVICE softmax_row softmax_of(const T* row, int64_t classes, int64_t stride = 1) noexcept {
   softmax_row r;
   r.top = static_cast<double>(row[0]);
-  for (int64_t j = 1; j < classes; ++j) r.top = static_cast<double>(row[j]) > r.top ? static_cast<double>(row[j]) : r.top;
-  for (int64_t j = 0; j < classes; ++j) r.sum += ::exp(static_cast<double>(row[j]) - r.top);
+  for (int64_t j = 1; j < classes; ++j) {
+    const double v = static_cast<double>(row[j * stride]);
+    r.top = v > r.top ? v : r.top;
+  }
+  for (int64_t j = 0; j < classes; ++j) r.sum += ::exp(static_cast<double>(row[j * stride]) - r.top);
   return r;
 }
 
 /// −log softmax(row)[label].
 template <class T>
-REMAT_HOST_DEVICE double cross_entropy(const T* row, const softmax_row& r, std::int64_t label) noexcept {
-  return ::log(r.sum) + r.top - static_cast<double>(row[label]);
+REMAT_HOST_DEVICE double cross_entropy(const T* row, const softmax_row& r, std::int64_t label,
+                                       int64_t stride = 1) noexcept {
+  return ::log(r.sum) + r.top - static_cast<double>(row[label * stride]);
 }
 
 /// dlogits of one element: (softmax − onehot) · scale, scale = dloss / rows.

@@ -178,8 +178,12 @@ class step_kernels {
     const T* const x = in_[0];
     switch (o.kind) {
       case ops::op_kind::conv2d:
-        m_.convolution_forward(v, x, w, y);
+        m_.convolve(v, x, w, y);
         if (bias) kernels::add_channel_bias(stream_, o.conv.n, o.conv.k, o.conv.oh() * o.conv.ow(), bias, y);
+        break;
+      case ops::op_kind::conv_transpose2d:
+        m_.convolve_adjoint(v, w, x, y);
+        if (bias) kernels::add_channel_bias(stream_, o.conv.n, o.conv.c, o.conv.h * o.conv.w, bias, y);
         break;
       case ops::op_kind::batch_norm:
         // Running statistics once per training step: a recompute leaves them alone.
@@ -192,6 +196,7 @@ class step_kernels {
       case ops::op_kind::max_pool: kernels::max_pool_forward(stream_, o.pool, x, y); break;
       case ops::op_kind::avg_pool: kernels::avg_pool_forward(stream_, o.pool, x, y); break;
       case ops::op_kind::adaptive_avg_pool: kernels::adaptive_avg_pool_forward(stream_, o.pool, x, y); break;
+      case ops::op_kind::upsample_bilinear: kernels::upsample_bilinear_forward(stream_, o.upsample, x, y); break;
       case ops::op_kind::add:
         // Left to right, as the CPU sums: ((a0 + a1) + a2) + ...
         kernels::add(stream_, count, in_[0], in_[1], y);
@@ -216,7 +221,8 @@ class step_kernels {
         break;
       case ops::op_kind::slice: kernels::slice_forward(stream_, elements::slice_geometry_of(o), count, x, y); break;
       case ops::op_kind::softmax_cross_entropy:
-        kernels::softmax_cross_entropy_forward(stream_, o.rows, o.classes, x, m_.labels[operands[1]], reduction_, y);
+        kernels::softmax_cross_entropy_forward(stream_, o.rows, o.classes, o.inner, x, m_.labels[operands[1]],
+                                               reduction_, y);
         break;
       case ops::op_kind::mse_loss:
         kernels::mse_loss_forward(stream_, m_.host.op(operands[0]).elements(), x, in_[1], reduction_, y);
@@ -261,8 +267,15 @@ class step_kernels {
     T* const dx = dst_[0];
     switch (o.kind) {
       case ops::op_kind::conv2d:
-        m_.convolution_backward(v, x, w, dy, dx, dw);
+        m_.convolution_filter_gradient(v, x, dy, dw);
+        if (dx) m_.convolve_adjoint(v, w, dy, dx);
         if (db) kernels::channel_sum(stream_, o.conv.n, o.conv.k, o.conv.oh() * o.conv.ow(), dy, reduction_, db);
+        break;
+      case ops::op_kind::conv_transpose2d:
+        // The adjoint convolution's input is this op's output gradient, its output gradient this op's input.
+        m_.convolution_filter_gradient(v, dy, x, dw);
+        if (dx) m_.convolve(v, dy, w, dx);
+        if (db) kernels::channel_sum(stream_, o.conv.n, o.conv.c, o.conv.h * o.conv.w, dy, reduction_, db);
         break;
       case ops::op_kind::batch_norm:
         kernels::batch_norm_backward(stream_, o.norm, o.eps, x, w, dy, dx, dw, dw + o.weight_elements, reduction_);
@@ -281,6 +294,9 @@ class step_kernels {
         break;
       case ops::op_kind::adaptive_avg_pool:
         if (dx) kernels::adaptive_avg_pool_backward(stream_, o.pool, dy, dx);
+        break;
+      case ops::op_kind::upsample_bilinear:
+        if (dx) kernels::upsample_bilinear_backward(stream_, o.upsample, dy, dx);
         break;
       case ops::op_kind::add:
         for (T* d : dst_)
@@ -309,8 +325,8 @@ class step_kernels {
         break;
       case ops::op_kind::softmax_cross_entropy:
         if (dx)
-          kernels::softmax_cross_entropy_backward(stream_, o.rows, o.classes, x, m_.labels[operands[1]], dy, reduction_,
-                                                  dx);
+          kernels::softmax_cross_entropy_backward(stream_, o.rows, o.classes, o.inner, x, m_.labels[operands[1]], dy,
+                                                  reduction_, dx);
         break;
       case ops::op_kind::mse_loss:
         kernels::mse_loss_backward(stream_, m_.host.op(operands[0]).elements(), x, in_[1], dy, dx, dst_[1]);

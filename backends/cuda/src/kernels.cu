@@ -210,6 +210,18 @@ void adaptive_avg_pool_backward(cudaStream_t stream, const ops::pool_geometry& g
 }
 
 template <class T>
+void upsample_bilinear_forward(cudaStream_t stream, const ops::upsample_geometry& g, const T* x, T* y) {
+  for_each(stream, static_cast<std::size_t>(g.n * g.c * g.oh * g.ow),
+           [=] __device__(int64_t i) { y[i] = elements::upsample_bilinear_forward(g, x, i); });
+}
+
+template <class T>
+void upsample_bilinear_backward(cudaStream_t stream, const ops::upsample_geometry& g, const T* dy, T* dx) {
+  for_each(stream, static_cast<std::size_t>(g.n * g.c * g.h * g.w),
+           [=] __device__(int64_t i) { dx[i] = elements::upsample_bilinear_backward(g, dy, i); });
+}
+
+template <class T>
 void slice_forward(cudaStream_t stream, const elements::slice_geometry& s, std::size_t out_count, const T* x, T* y) {
   for_each(stream, out_count, [=] __device__(int64_t i) { y[i] = x[elements::slice_source(s, i)]; });
 }
@@ -295,31 +307,42 @@ void batch_norm_backward(cudaStream_t stream, const ops::batch_norm_geometry& g,
   });
 }
 
+// Position p = i·inner + s of logits [rows, classes, inner] starts at
+// i·classes·inner + s, its classes `inner` apart.
 template <class T>
-void softmax_cross_entropy_forward(cudaStream_t stream, int64_t rows, int64_t classes, const T* logits,
+void softmax_cross_entropy_forward(cudaStream_t stream, int64_t rows, int64_t classes, int64_t inner, const T* logits,
                                    const std::int64_t* labels, double* scratch, T* loss) {
-  for_each(stream, static_cast<std::size_t>(rows), [=] __device__(int64_t i) {
-    const T* row = logits + i * classes;
-    scratch[i] = elements::cross_entropy(row, elements::softmax_of(row, classes), labels[i]);
-  });
+  const double positions = static_cast<double>(rows * inner);
+  auto loss_at = [=] __device__(int64_t p) {
+    const T* row = logits + p / inner * classes * inner + p % inner;
+    return elements::cross_entropy(row, elements::softmax_of(row, classes, inner), labels[p], inner);
+  };
+  if (inner > 1) {  // a per-pixel loss: hundreds of thousands of positions, a chunked reduction
+    reduce_channels(
+        stream, 1, 1, rows * inner, scratch, [=] __device__(int64_t, int64_t p) { return loss_at(p); },
+        [=] __device__(int64_t, double total) { loss[0] = static_cast<T>(total / positions); });
+    return;
+  }
+  for_each(stream, static_cast<std::size_t>(rows), [=] __device__(int64_t i) { scratch[i] = loss_at(i); });
   // The mean in row order, as the CPU sums it.
   for_each(stream, 1, [=] __device__(int64_t) {
     double total = 0;
     for (int64_t i = 0; i < rows; ++i) total += scratch[i];
-    loss[0] = static_cast<T>(total / static_cast<double>(rows));
+    loss[0] = static_cast<T>(total / positions);
   });
 }
 
 template <class T>
-void softmax_cross_entropy_backward(cudaStream_t stream, int64_t rows, int64_t classes, const T* logits,
+void softmax_cross_entropy_backward(cudaStream_t stream, int64_t rows, int64_t classes, int64_t inner, const T* logits,
                                     const std::int64_t* labels, const T* dloss, double* scratch, T* dlogits) {
   elements::softmax_row* stats = reinterpret_cast<elements::softmax_row*>(scratch);
-  for_each(stream, static_cast<std::size_t>(rows),
-           [=] __device__(int64_t i) { stats[i] = elements::softmax_of(logits + i * classes, classes); });
-  for_each(stream, static_cast<std::size_t>(rows * classes), [=] __device__(int64_t e) {
-    const int64_t i = e / classes, j = e % classes;
-    const double scale = static_cast<double>(dloss[0]) / static_cast<double>(rows);
-    dlogits[e] = elements::cross_entropy_gradient(logits[e], stats[i], j == labels[i], scale);
+  for_each(stream, static_cast<std::size_t>(rows * inner), [=] __device__(int64_t p) {
+    stats[p] = elements::softmax_of(logits + p / inner * classes * inner + p % inner, classes, inner);
+  });
+  for_each(stream, static_cast<std::size_t>(rows * classes * inner), [=] __device__(int64_t e) {
+    const int64_t i = e / (classes * inner), j = e / inner % classes, p = i * inner + e % inner;
+    const double scale = static_cast<double>(dloss[0]) / static_cast<double>(rows * inner);
+    dlogits[e] = elements::cross_entropy_gradient(logits[e], stats[p], j == labels[p], scale);
   });
 }
 
@@ -361,6 +384,8 @@ void mse_loss_backward(cudaStream_t stream, std::size_t count, const T* a, const
   template void avg_pool_backward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                         \
   template void adaptive_avg_pool_forward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                 \
   template void adaptive_avg_pool_backward<T>(cudaStream_t, const ops::pool_geometry&, const T*, T*);                \
+  template void upsample_bilinear_forward<T>(cudaStream_t, const ops::upsample_geometry&, const T*, T*);            \
+  template void upsample_bilinear_backward<T>(cudaStream_t, const ops::upsample_geometry&, const T*, T*);           \
   template void slice_forward<T>(cudaStream_t, const elements::slice_geometry&, std::size_t, const T*, T*);          \
   template void slice_backward<T>(cudaStream_t, const elements::slice_geometry&, std::size_t, std::size_t, const T*, \
                                   T*);                                                                               \
@@ -370,10 +395,10 @@ void mse_loss_backward(cudaStream_t stream, std::size_t count, const T* a, const
                                       const T*, const T*, T*, T*, T*, double*);                                      \
   template void batch_norm_backward<T>(cudaStream_t, const ops::batch_norm_geometry&, double, const T*, const T*,    \
                                        const T*, T*, T*, T*, double*);                                               \
-  template void softmax_cross_entropy_forward<T>(cudaStream_t, int64_t, int64_t, const T*, const std::int64_t*,      \
-                                                 double*, T*);                                                       \
-  template void softmax_cross_entropy_backward<T>(cudaStream_t, int64_t, int64_t, const T*, const std::int64_t*,     \
-                                                  const T*, double*, T*);                                            \
+  template void softmax_cross_entropy_forward<T>(cudaStream_t, int64_t, int64_t, int64_t, const T*,                \
+                                                 const std::int64_t*, double*, T*);                                  \
+  template void softmax_cross_entropy_backward<T>(cudaStream_t, int64_t, int64_t, int64_t, const T*,               \
+                                                  const std::int64_t*, const T*, double*, T*);                       \
   template void mse_loss_forward<T>(cudaStream_t, std::size_t, const T*, const T*, double*, T*);                     \
   template void mse_loss_backward<T>(cudaStream_t, std::size_t, const T*, const T*, const T*, T*, T*);
 

@@ -64,6 +64,13 @@ template <class T>
 void slice_backward(cudaStream_t stream, const elements::slice_geometry& s, std::size_t out_count,
                     std::size_t in_count, const T* dy, T* dx);
 
+/// Bilinear resampling as cpu::upsample_bilinear_forward; the backward
+/// gathers each input element's gradient (no atomics).
+template <class T>
+void upsample_bilinear_forward(cudaStream_t stream, const ops::upsample_geometry& g, const T* x, T* y);
+template <class T>
+void upsample_bilinear_backward(cudaStream_t stream, const ops::upsample_geometry& g, const T* dy, T* dx);
+
 /// y[i, c, s] += bias[c] for y [n, channels, spatial].
 template <class T>
 void add_channel_bias(cudaStream_t stream, std::int64_t n, std::int64_t channels, std::int64_t spatial,
@@ -85,14 +92,16 @@ template <class T>
 void batch_norm_backward(cudaStream_t stream, const ops::batch_norm_geometry& g, double eps, const T* x,
                          const T* gamma, const T* dy, T* dx, T* dgamma, T* dbeta, double* scratch);
 
-/// loss[0] = mean over rows of −log softmax(logits)[label].
+/// loss[0] = mean over positions of −log softmax(logits)[label], logits [rows,
+/// classes, inner], labels [rows, inner].
 template <class T>
-void softmax_cross_entropy_forward(cudaStream_t stream, std::int64_t rows, std::int64_t classes, const T* logits,
-                                   const std::int64_t* labels, double* scratch, T* loss);
-/// dlogits = (softmax − onehot) · dloss[0] / rows (dloss read on the device).
+void softmax_cross_entropy_forward(cudaStream_t stream, std::int64_t rows, std::int64_t classes, std::int64_t inner,
+                                   const T* logits, const std::int64_t* labels, double* scratch, T* loss);
+/// dlogits = (softmax − onehot) · dloss[0] / (rows · inner) (dloss read on the device).
 template <class T>
-void softmax_cross_entropy_backward(cudaStream_t stream, std::int64_t rows, std::int64_t classes, const T* logits,
-                                    const std::int64_t* labels, const T* dloss, double* scratch, T* dlogits);
+void softmax_cross_entropy_backward(cudaStream_t stream, std::int64_t rows, std::int64_t classes, std::int64_t inner,
+                                    const T* logits, const std::int64_t* labels, const T* dloss, double* scratch,
+                                    T* dlogits);
 /// loss[0] = mean of (a − b)².
 template <class T>
 void mse_loss_forward(cudaStream_t stream, std::size_t count, const T* a, const T* b, double* scratch, T* loss);

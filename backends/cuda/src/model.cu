@@ -35,6 +35,7 @@ void check_device_limits(const graph& g, std::span<const ops::op_info> ops) {
     const std::string at = "node '" + g.node_name(v) + "' (" + g.op(v) + ")";
     switch (o.kind) {
       case ops::op_kind::conv2d:
+      case ops::op_kind::conv_transpose2d:
         fits_int(at, {static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), static_cast<std::int64_t>(o.elements()),
                       static_cast<std::int64_t>(o.weight_elements)});
         if (o.conv.k > 65535) throw remat::error(at + ": more than 65535 output channels");
@@ -196,6 +197,9 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
     if (host.op(v).kind == ops::op_kind::conv2d &&
         convolution_output_shape(host.op(v).conv) != host.op(v).shape)
       throw remat::error(where(v) + ": cuDNN's output shape differs from the graph's");
+    else if (host.op(v).kind == ops::op_kind::conv_transpose2d &&
+             convolution_output_shape(host.op(v).conv) != host.op(net.inputs(v)[0]).shape)
+      throw remat::error(where(v) + ": cuDNN's shape for the adjoint convolution differs from the graph's");
   if (device_count() == 0) throw remat::error("no CUDA device to run '" + net.name() + "' on: " + no_device_reason());
 
   REMAT_CUDA_TRY(cudaSetDevice(0));
@@ -264,7 +268,8 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
   convolutions.resize(n);
   std::uint64_t workspace = 0;
   for (node_id v = 0; v < n; ++v) {
-    if (host.op(v).kind != ops::op_kind::conv2d) continue;
+    // A transposed convolution runs the convolution it is the adjoint of backwards.
+    if (host.op(v).kind != ops::op_kind::conv2d && host.op(v).kind != ops::op_kind::conv_transpose2d) continue;
     auto c = std::make_unique<detail::convolution>(
         detail::describe(host.op(v).conv, options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, where(v)));
     detail::choose_algorithms(raw_cudnn, *c, options, where(v));
@@ -315,7 +320,7 @@ void model<T>::device_state::upload_inputs() {
 }
 
 template <class T>
-void model<T>::device_state::convolution_forward(node_id v, const T* x, const T* w, T* y) {
+void model<T>::device_state::convolve(node_id v, const T* x, const T* w, T* y) {
   const detail::convolution& c = *convolutions[v];
   const float one = 1, zero = 0;
   detail::check(cudnnConvolutionForward(cudnn.get(), &one, c.x.get(), x, c.w.get(), w, c.forward.get(),
@@ -325,18 +330,23 @@ void model<T>::device_state::convolution_forward(node_id v, const T* x, const T*
 }
 
 template <class T>
-void model<T>::device_state::convolution_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw) {
+void model<T>::device_state::convolve_adjoint(node_id v, const T* w, const T* dy, T* dx) {
+  const detail::convolution& c = *convolutions[v];
+  const float one = 1, zero = 0;
+  detail::check(cudnnConvolutionBackwardData(cudnn.get(), &one, c.w.get(), w, c.y.get(), dy, c.backward_data.get(),
+                                             c.backward_data_algorithm, convolution_workspace.get(),
+                                             c.chosen.backward_data_workspace, &zero, c.x.get(), dx),
+                "cudnnConvolutionBackwardData", where(v));
+}
+
+template <class T>
+void model<T>::device_state::convolution_filter_gradient(node_id v, const T* x, const T* dy, T* dw) {
   const detail::convolution& c = *convolutions[v];
   const float one = 1, zero = 0;
   detail::check(cudnnConvolutionBackwardFilter(cudnn.get(), &one, c.x.get(), x, c.y.get(), dy, c.backward_filter.get(),
                                                c.backward_filter_algorithm, convolution_workspace.get(),
                                                c.chosen.backward_filter_workspace, &zero, c.w.get(), dw),
                 "cudnnConvolutionBackwardFilter", where(v));
-  if (!dx) return;
-  detail::check(cudnnConvolutionBackwardData(cudnn.get(), &one, c.w.get(), w, c.y.get(), dy, c.backward_data.get(),
-                                             c.backward_data_algorithm, convolution_workspace.get(),
-                                             c.chosen.backward_data_workspace, &zero, c.x.get(), dx),
-                "cudnnConvolutionBackwardData", where(v));
 }
 
 namespace detail {

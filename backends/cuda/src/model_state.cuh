@@ -59,8 +59,11 @@ struct model<T>::device_state {
   void upload_inputs();
 
   // y = conv(x, w) (bias added by the caller); dx (may be null) and dw.
-  void convolution_forward(node_id v, const T* x, const T* w, T* y);
-  void convolution_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw);
+  // Node v's convolution (for a conv_transpose2d, the one it is the adjoint
+  // of): y = conv(x), its adjoint dx = convᵀ(dy), and the filter gradient.
+  void convolve(node_id v, const T* x, const T* w, T* y);
+  void convolve_adjoint(node_id v, const T* w, const T* dy, T* dx);
+  void convolution_filter_gradient(node_id v, const T* x, const T* dy, T* dw);
   // y = x · wᵀ (bias added by the caller); dx (may be null) and dw.
   void linear_forward(node_id v, const T* x, const T* w, T* y);
   void linear_backward(node_id v, const T* x, const T* w, const T* dy, T* dx, T* dw);

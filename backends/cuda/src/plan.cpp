@@ -18,9 +18,11 @@ std::uint64_t reduction_doubles(const graph& g, std::span<const ops::op_info> op
     case ops::op_kind::batch_norm: return per_channel(o.norm.c, o.norm.n * o.norm.spatial, 5);
     case ops::op_kind::conv2d:
       return o.bias_elements ? per_channel(o.conv.k, o.conv.n * o.conv.oh() * o.conv.ow(), 0) : 0;
+    case ops::op_kind::conv_transpose2d:
+      return o.bias_elements ? per_channel(o.conv.c, o.conv.n * o.conv.h * o.conv.w, 0) : 0;
     case ops::op_kind::linear: return o.bias_elements ? per_channel(o.out_features, o.rows, 0) : 0;
-    // Per row: max, Σ exp, loss.
-    case ops::op_kind::softmax_cross_entropy: return 3 * static_cast<std::uint64_t>(o.rows);
+    // Per position: max, Σ exp, loss (more than a per-pixel loss's reduction partials).
+    case ops::op_kind::softmax_cross_entropy: return 3 * static_cast<std::uint64_t>(o.rows * o.inner);
     case ops::op_kind::mse_loss: return per_channel(1, static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), 0);
     default: return 0;
   }

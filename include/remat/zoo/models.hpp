@@ -3,8 +3,9 @@
 /// \file
 /// The model zoo: the 18 networks of the Optimal Gradient Checkpointing
 /// benchmark (Feng & Huang, CVPR 2021) as op-level graphs, at the batch and
-/// input sizes of its table by default, and GoogLeNet at the size of Kusumoto
-/// et al.'s published graph (batch 32, 224²).
+/// input sizes of its table by default, and GoogLeNet, U-Net and PSPNet at
+/// the sizes of Kusumoto et al.'s published graphs (batch 32 at 224², 8 at
+/// 572², 1 at 713²).
 ///
 /// The ImageNet models follow torchvision's definitions (torchvision/models/
 /// alexnet.py, vgg.py, resnet.py, densenet.py, inception.py, googlenet.py) in training mode;
@@ -133,14 +134,23 @@ inline void vgg(network_builder& b, const model_sizes& s, const std::vector<std:
   b.softmax_cross_entropy("loss", b.linear("classifier.6", x, s.classes), labels);
 }
 
-// BasicBlock (two 3×3) or Bottleneck (1×1, strided 3×3, 1×1 ×4: ResNet v1.5).
+// A 3×3 convolution whose padding keeps the map's size at stride 1.
+inline conv2d_options dilated3x3(std::int64_t out, std::int64_t stride, std::int64_t dilation) {
+  conv2d_options c = conv(out, 3, stride, dilation);
+  c.dilation = {dilation, dilation};
+  return c;
+}
+
+// BasicBlock (two 3×3) or Bottleneck (1×1, strided 3×3, 1×1 ×4: ResNet v1.5);
+// `dilation` for the Bottleneck's 3×3, as torchvision's replace_stride_with_dilation.
 inline tensor resnet_block(network_builder& b, const std::string& at, const tensor& x, std::int64_t planes,
-                           std::int64_t stride, bool bottleneck) {
+                           std::int64_t stride, bool bottleneck, std::int64_t dilation = 1) {
   const std::int64_t expansion = bottleneck ? 4 : 1;
   tensor y;
   if (bottleneck) {
     y = b.relu(at + ".relu1", b.batch_norm(at + ".bn1", b.conv2d(at + ".conv1", x, conv(planes, 1))));
-    y = b.relu(at + ".relu2", b.batch_norm(at + ".bn2", b.conv2d(at + ".conv2", y, conv(planes, 3, stride, 1))));
+    y = b.relu(at + ".relu2",
+               b.batch_norm(at + ".bn2", b.conv2d(at + ".conv2", y, dilated3x3(planes, stride, dilation))));
     y = b.batch_norm(at + ".bn3", b.conv2d(at + ".conv3", y, conv(planes * expansion, 1)));
   } else {
     y = b.relu(at + ".relu1", b.batch_norm(at + ".bn1", b.conv2d(at + ".conv1", x, conv(planes, 3, stride, 1))));
@@ -358,6 +368,97 @@ inline void googlenet(network_builder& b, const model_sizes& s) {
   classify(b, x, labels, s.classes, "fc");
 }
 
+// Two valid 3×3 convolutions with bias, each followed by a ReLU (U-Net's step).
+inline tensor unet_double(network_builder& b, const std::string& at, const tensor& x, std::int64_t channels) {
+  const tensor y = b.relu(at + ".relu1", b.conv2d(at + ".conv1", x, conv(channels, 3, 1, 0, true)));
+  return b.relu(at + ".relu2", b.conv2d(at + ".conv2", y, conv(channels, 3, 1, 0, true)));
+}
+
+// The centre of `skip` at `like`'s height and width (U-Net's crop before concatenation).
+inline tensor centre_crop(network_builder& b, const std::string& at, const tensor& skip, const tensor& like) {
+  const std::int64_t top = (skip.dims[2] - like.dims[2]) / 2, left = (skip.dims[3] - like.dims[3]) / 2;
+  return b.slice(at, skip, {0, 0, top, left},
+                 {skip.dims[0], skip.dims[1], top + like.dims[2], left + like.dims[3]});
+}
+
+// U-Net as Ronneberger et al. (2015) draw it: valid 3×3 convolutions, 2×2 max
+// pools, 2×2 up-convolutions that halve the channels, cropped skip
+// connections concatenated before the up-convolved map, dropout at the end of
+// the contracting path, a 1×1 convolution to the classes and a per-pixel loss.
+// `width` channels at the first level, doubling over `levels` levels (64 and 4 in the paper).
+inline void unet(network_builder& b, const model_sizes& s, std::int64_t width = 64, int levels = 4) {
+  tensor x = b.input("input", {s.batch, 1, s.height, s.width});
+  std::vector<tensor> skips;
+  for (int level = 1; level <= levels; ++level) {
+    const std::string at = "down" + std::to_string(level);
+    x = unet_double(b, at, x, width << (level - 1));
+    skips.push_back(x);
+    x = b.max_pool("pool" + std::to_string(level), x, pool(2, 2));
+  }
+  x = b.dropout("bottom.dropout", unet_double(b, "bottom", x, width << levels), 0.5);
+  for (int level = levels; level >= 1; --level) {
+    const std::string at = "up" + std::to_string(level);
+    const std::int64_t channels = width << (level - 1);
+    conv_transpose2d_options up;
+    up.out_channels = channels;
+    up.kernel = {2, 2};
+    up.stride = {2, 2};
+    up.bias = true;
+    const tensor upsampled = b.conv_transpose2d(at + ".upconv", x, up);
+    const tensor skip = centre_crop(b, at + ".crop", skips[static_cast<std::size_t>(level - 1)], upsampled);
+    x = unet_double(b, at, b.concat(at + ".concat", {skip, upsampled}), channels);
+  }
+  const tensor logits = b.conv2d("head", x, conv(s.classes, 1, 1, 0, true));
+  b.softmax_cross_entropy("loss", logits, b.labels("labels", {s.batch, logits.dims[2], logits.dims[3]}));
+}
+
+// PSPNet (Zhao et al., 2017) as the authors' PyTorch code (hszhao/semseg)
+// builds it, on torchvision's ResNet-101 with the strides of layer3 and layer4
+// replaced by dilation (output stride 8): a pyramid pooling module over bins
+// 1, 2, 3 and 6, a 3×3 head, bilinear upsampling to the input, and an
+// auxiliary head on layer3 weighted 0.4. Two changes: dropout is element-wise,
+// and the 1×1 bin's convolution has a bias instead of a batch norm, which at
+// batch 1 would normalise a single value per channel (PyTorch refuses that).
+// `blocks` per ResNet stage ({3, 4, 23, 3}: ResNet-101) and the stem's
+// `width` (64), which sets every other width in proportion.
+inline void pspnet(network_builder& b, const model_sizes& s, const std::vector<int>& blocks, std::int64_t width = 64) {
+  tensor x = b.input("input", {s.batch, 3, s.height, s.width});
+  const tensor labels = b.labels("labels", {s.batch, s.height, s.width});
+  x = b.relu("backbone.relu", b.batch_norm("backbone.bn1", b.conv2d("backbone.conv1", x, conv(width, 7, 2, 3))));
+  x = b.max_pool("backbone.maxpool", x, pool(3, 2, 1));
+  tensor layer3;
+  std::int64_t dilation = 1;
+  for (std::size_t stage = 0; stage < blocks.size(); ++stage) {
+    const std::int64_t planes = width << stage;
+    const std::int64_t previous = dilation;
+    if (stage >= 2) dilation *= 2;
+    for (int i = 0; i < blocks[stage]; ++i)
+      x = resnet_block(b, "backbone.layer" + std::to_string(stage + 1) + "." + std::to_string(i), x, planes,
+                       stage == 1 && i == 0 ? 2 : 1, true, i == 0 ? previous : dilation);
+    if (stage == 2) layer3 = x;
+  }
+  const std::int64_t h = x.dims[2], w = x.dims[3];
+  std::vector<tensor> pyramid{x};
+  const std::int64_t bins[] = {1, 2, 3, 6};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string at = "ppm.features." + std::to_string(i);
+    tensor y = b.adaptive_avg_pool(at + ".0", x, bins[i], bins[i]);
+    y = bins[i] == 1 ? b.conv2d(at + ".1", y, conv(8 * width, 1, 1, 0, true))
+                     : b.batch_norm(at + ".2", b.conv2d(at + ".1", y, conv(8 * width, 1)));
+    y = b.relu(at + ".3", y);
+    pyramid.push_back(b.upsample_bilinear(at + ".upsample", y, h, w, true));
+  }
+  tensor y = b.concat("ppm.concat", pyramid);
+  y = b.relu("cls.2", b.batch_norm("cls.1", b.conv2d("cls.0", y, conv(8 * width, 3, 1, 1))));
+  y = b.conv2d("cls.4", b.dropout("cls.3", y, 0.1), conv(s.classes, 1, 1, 0, true));
+  y = b.upsample_bilinear("upsample", y, s.height, s.width, true);
+  b.softmax_cross_entropy("loss", y, labels);
+  tensor a = b.relu("aux.2", b.batch_norm("aux.1", b.conv2d("aux.0", layer3, conv(4 * width, 3, 1, 1))));
+  a = b.conv2d("aux.4", b.dropout("aux.3", a, 0.1), conv(s.classes, 1, 1, 0, true));
+  a = b.upsample_bilinear("aux.upsample", a, s.height, s.width, true);
+  b.softmax_cross_entropy("aux_loss", a, labels, 0.4);
+}
+
 inline void nas_cifar(network_builder& b, const model_sizes& s, const char* cell, std::int64_t cells) {
   nas_options o;
   o.cell = cell;
@@ -455,6 +556,16 @@ inline const std::vector<model_entry>& registry() {
                           "all parameters, both auxiliary classifiers included",
                           tv + "googlenet (training mode, aux_logits=True); Kusumoto et al.'s GoogLeNet, batch 32"),
                  [](b_t& b, const s_t& s) { googlenet(b, s); }});
+    // Neither paper counts parameters: the counts are those of the PyTorch
+    // modules bench/pytorch_baseline.py checks the graphs against.
+    m.push_back({describe("unet", "unet", 8, 572, 2, 31030658, 1, all_params,
+                          "U-Net of Ronneberger et al. (2015, Fig. 1), one input channel, two classes; "
+                          "Kusumoto et al.'s U-Net, batch 8"),
+                 [](b_t& b, const s_t& s) { unet(b, s); }});
+    m.push_back({describe("pspnet", "pspnet", 1, 713, 19, 67947878, 1, "all parameters, auxiliary head included",
+                          "PSPNet of Zhao et al. (2017; hszhao/semseg) on torchvision.models.resnet101 with "
+                          "dilation, 19 classes (Cityscapes); Kusumoto et al.'s PSPNet, batch 1"),
+                 [](b_t& b, const s_t& s) { pspnet(b, s, {3, 4, 23, 3}); }});
     return m;
   }();
   return all;
@@ -470,7 +581,7 @@ inline const model_entry& find_entry(std::string_view name) {
 
 }  // namespace detail
 
-/// The zoo's models: the OGC table's, in its order, then GoogLeNet.
+/// The zoo's models: the OGC table's, in its order, then GoogLeNet, U-Net and PSPNet.
 inline const std::vector<model_info>& models() {
   static const std::vector<model_info> all = [] {
     std::vector<model_info> out;

@@ -67,6 +67,17 @@ struct conv2d_options {
   bool bias = false;
 };
 
+/// A 2-D transposed convolution, as torch.nn.ConvTranspose2d takes it (groups
+/// and dilation 1).
+struct conv_transpose2d_options {
+  std::int64_t out_channels = 1;
+  hw kernel{1, 1};
+  hw stride{1, 1};
+  hw padding{0, 0};
+  hw output_padding{0, 0};  ///< added to one side of the output; below the stride
+  bool bias = false;
+};
+
 /// A pooling window, as torch.nn.MaxPool2d / AvgPool2d take it.
 struct pool_options {
   hw kernel{1, 1};
@@ -122,9 +133,12 @@ class network_builder {
   }
 
   /// Class labels, one i64 per sample (op `input`, shape [batch]).
-  tensor labels(std::string name, std::int64_t batch) {
-    check_dims(name, {batch});
-    return source(std::move(name), {batch}, dtype::i64);
+  tensor labels(std::string name, std::int64_t batch) { return labels(std::move(name), shape{batch}); }
+
+  /// Class labels of any shape: [N] per sample, [N, H, W] per pixel (op `input`, i64).
+  tensor labels(std::string name, shape dims) {
+    check_dims(name, dims);
+    return source(std::move(name), std::move(dims), dtype::i64);
   }
 
   /// `conv2d`: params out·in/groups·kh·kw (+ out with bias); reads its input.
@@ -155,6 +169,55 @@ class network_builder {
     return emit(std::move(name), "conv2d", {x}, std::move(out),
                 weights + (o.bias ? static_cast<std::uint64_t>(o.out_channels) : 0), backward_reads::inputs,
                 flops, 2 * flops, std::move(a));
+  }
+
+  /// `conv_transpose2d`: the adjoint of a conv2d with the same kernel, stride
+  /// and padding; output (H − 1)·s − 2p + k + output_padding. Params
+  /// in·out·kh·kw (+ out with bias); reads its input.
+  tensor conv_transpose2d(std::string name, const tensor& x, const conv_transpose2d_options& o) {
+    require_rank(name, x, 4);
+    if (o.out_channels < 1) fail(name, "out_channels must be positive");
+    check_window(name, o.kernel, o.stride, o.padding, {1, 1});
+    for (int i = 0; i < 2; ++i)
+      if (o.output_padding[i] < 0 || o.output_padding[i] >= o.stride[i])
+        fail(name, "output_padding must be non-negative and below the stride");
+    const std::int64_t in = x.dims[1];
+    shape out{x.dims[0], o.out_channels,
+              (x.dims[2] - 1) * o.stride[0] - 2 * o.padding[0] + o.kernel[0] + o.output_padding[0],
+              (x.dims[3] - 1) * o.stride[1] - 2 * o.padding[1] + o.kernel[1] + o.output_padding[1]};
+    check_output(name, x, out);
+    // Every input element meets every tap of every output channel once.
+    const auto per_input = static_cast<std::uint64_t>(o.out_channels * o.kernel[0] * o.kernel[1]);
+    const std::uint64_t weights = static_cast<std::uint64_t>(in) * per_input;
+    const double flops = 2.0 * static_cast<double>(elements(x.dims)) * static_cast<double>(per_input) +
+                         (o.bias ? static_cast<double>(elements(out)) : 0.0);
+    attributes a;
+    a["in_channels"] = in;
+    a["out_channels"] = o.out_channels;
+    a["kernel"] = detail::pair_attr(o.kernel);
+    a["stride"] = detail::pair_attr(o.stride);
+    a["padding"] = detail::pair_attr(o.padding);
+    a["output_padding"] = detail::pair_attr(o.output_padding);
+    a["bias"] = std::int64_t{o.bias ? 1 : 0};
+    return emit(std::move(name), "conv_transpose2d", {x}, std::move(out),
+                weights + (o.bias ? static_cast<std::uint64_t>(o.out_channels) : 0), backward_reads::inputs, flops,
+                2 * flops, std::move(a));
+  }
+
+  /// `upsample_bilinear` of an N×C×H×W map to oh × ow (attrs size,
+  /// align_corners), as torch.nn.functional.interpolate(mode="bilinear");
+  /// reads nothing.
+  tensor upsample_bilinear(std::string name, const tensor& x, std::int64_t oh, std::int64_t ow,
+                           bool align_corners = false) {
+    require_rank(name, x, 4);
+    if (oh < 1 || ow < 1) fail(name, "output size must be positive");
+    attributes a;
+    a["size"] = std::vector<std::int64_t>{oh, ow};
+    a["align_corners"] = std::int64_t{align_corners ? 1 : 0};
+    shape out{x.dims[0], x.dims[1], oh, ow};
+    const double flops = 8.0 * static_cast<double>(elements(out));
+    return emit(std::move(name), "upsample_bilinear", {x}, std::move(out), 0, backward_reads::none, flops, flops,
+                std::move(a));
   }
 
   /// `batch_norm` in training mode over channel dim 1: params 2·C (weight,
@@ -303,13 +366,16 @@ class network_builder {
     return emit(std::move(name), "slice", {x}, std::move(out), 0, backward_reads::none, 0, 0, std::move(a));
   }
 
-  /// `softmax_cross_entropy` of N×K logits against N i64 labels, the mean over
-  /// the batch (shape [1]); attr loss_weight (1.0, or e.g. 0.4 for an auxiliary
-  /// head). Reads its inputs.
+  /// `softmax_cross_entropy` of N×K logits against N i64 labels, or of
+  /// N×K×H×W logits against N×H×W labels (one class per pixel), the mean over
+  /// every labelled position (shape [1]); attr loss_weight (1.0, or e.g. 0.4 for
+  /// an auxiliary head). Reads its inputs.
   tensor softmax_cross_entropy(std::string name, const tensor& logits, const tensor& labels, double loss_weight = 1.0) {
-    require_rank(name, logits, 2);
-    if (labels.type != dtype::i64 || labels.dims != shape{logits.dims[0]})
-      fail(name, "labels must be i64 of shape [" + std::to_string(logits.dims[0]) + "]");
+    require_rank_at_least(name, logits, 2);
+    shape positions = logits.dims;
+    positions.erase(positions.begin() + 1);
+    if (labels.type != dtype::i64 || labels.dims != positions)
+      fail(name, "labels must be i64 of shape " + text(positions));
     attributes a;
     a["loss_weight"] = loss_weight;
     const double flops = 4.0 * static_cast<double>(elements(logits.dims));

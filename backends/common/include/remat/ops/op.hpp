@@ -17,6 +17,7 @@
 #include "batch_norm.hpp"
 #include "convolution.hpp"
 #include "pooling.hpp"
+#include "upsample.hpp"
 
 namespace remat::ops {
 
@@ -24,12 +25,14 @@ namespace remat::ops {
 enum class op_kind : std::uint8_t {
   input,
   conv2d,
+  conv_transpose2d,
   batch_norm,
   relu,
   sigmoid,
   max_pool,
   avg_pool,
   adaptive_avg_pool,
+  upsample_bilinear,
   add,
   concat,
   linear,
@@ -49,14 +52,19 @@ struct op_info {
   std::uint64_t weight_elements = 0;  ///< parameters: weights first,
   std::uint64_t bias_elements = 0;    ///< then the bias (batch norm: gamma, then beta)
   backward_reads needs = backward_reads::none;  ///< what its backward kernel reads
-  conv2d_geometry conv;       ///< conv2d
+  /// conv2d; for conv_transpose2d, the convolution it is the adjoint of (its
+  /// input is the op's output, its output the op's input, the same weights).
+  conv2d_geometry conv;
   pool_geometry pool;         ///< max_pool, avg_pool, adaptive_avg_pool
+  upsample_geometry upsample; ///< upsample_bilinear
   batch_norm_geometry norm;   ///< batch_norm
   double eps = 1e-5;          ///< batch_norm
   double momentum = 0.1;      ///< batch_norm
   std::int64_t rows = 0, in_features = 0, out_features = 0;  ///< linear
   double p = 0;               ///< dropout
-  std::int64_t outer = 0, inner = 0;     ///< concat: dims before / after axis 1
+  /// concat: dims before / after axis 1; softmax_cross_entropy: rows are
+  /// samples, inner the positions per sample (1, or H·W for a per-pixel loss)
+  std::int64_t outer = 0, inner = 0;
   std::vector<std::int64_t> channels;    ///< concat: each operand's extent along axis 1
   std::vector<std::int64_t> in_dims, begin, end;  ///< slice
   std::int64_t classes = 0;   ///< softmax_cross_entropy

@@ -33,6 +33,7 @@
 #include <remat/ops/convolution.hpp>
 #include <remat/ops/dropout.hpp>
 #include <remat/ops/pooling.hpp>
+#include <remat/ops/upsample.hpp>
 
 namespace remat::cpu {
 
@@ -45,11 +46,22 @@ template <class T>
 void conv2d_forward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* bias, T* y,
                     std::span<T> scratch);
 
-/// Gradients of conv2d_forward: dx (may be null), dweight, dbias (null when
-/// there is no bias). Same complexity as the forward, twice over.
+/// Gradients of conv2d_forward: dx, dweight, dbias, each skipped when null (x
+/// is read only for dweight). Same complexity as the forward, twice over.
 template <class T>
 void conv2d_backward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* dy, T* dx, T* dweight,
                      T* dbias, std::span<T> scratch);
+
+/// torch.nn.ConvTranspose2d: y = the adjoint of the convolution g applied to
+/// x (g's output shape; y has g's input shape), + bias per y channel. Its
+/// scratch is conv2d_scratch(g).
+template <class T>
+void conv_transpose2d_forward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* bias, T* y,
+                              std::span<T> scratch);
+/// Gradients of conv_transpose2d_forward: dx, dweight, dbias, each skipped when null.
+template <class T>
+void conv_transpose2d_backward(const ops::conv2d_geometry& g, const T* x, const T* weight, const T* dy, T* dx,
+                               T* dweight, T* dbias, std::span<T> scratch);
 
 /// y [n, out] = x [n, in] · weightᵀ + bias, weight [out, in] (torch.nn.Linear).
 template <class T>
@@ -117,6 +129,13 @@ void adaptive_avg_pool_forward(const ops::pool_geometry& g, const T* x, T* y);
 template <class T>
 void adaptive_avg_pool_backward(const ops::pool_geometry& g, const T* dy, T* dx);
 
+/// Bilinear resampling (torch's interpolate, mode "bilinear").
+template <class T>
+void upsample_bilinear_forward(const ops::upsample_geometry& g, const T* x, T* y);
+/// dx (overwritten) accumulates each output gradient into its four taps.
+template <class T>
+void upsample_bilinear_backward(const ops::upsample_geometry& g, const T* dy, T* dx);
+
 /// y = Σ operands, summed left to right.
 template <class T>
 void add_forward(std::size_t count, std::span<const T* const> operands, T* y);
@@ -146,14 +165,15 @@ template <class T>
 void slice_backward(std::span<const std::int64_t> dims, std::span<const std::int64_t> begin,
                     std::span<const std::int64_t> end, const T* dy, T* dx);
 
-/// Mean over the batch of −log softmax(logits)[label], logits [n, classes].
+/// Mean over every position of −log softmax(logits)[label], logits [n,
+/// classes, inner] (inner = 1 per sample, H·W per pixel), labels [n, inner].
 /// \pre every label is in [0, classes).
 template <class T>
-double softmax_cross_entropy_forward(std::int64_t n, std::int64_t classes, const T* logits,
+double softmax_cross_entropy_forward(std::int64_t n, std::int64_t classes, std::int64_t inner, const T* logits,
                                      const std::int64_t* labels);
-/// dlogits = (softmax(logits) − onehot(label)) · dloss / n.
+/// dlogits = (softmax(logits) − onehot(label)) · dloss / (n · inner).
 template <class T>
-void softmax_cross_entropy_backward(std::int64_t n, std::int64_t classes, const T* logits,
+void softmax_cross_entropy_backward(std::int64_t n, std::int64_t classes, std::int64_t inner, const T* logits,
                                     const std::int64_t* labels, T dloss, T* dlogits);
 
 /// Mean over all elements of (a − b)².
