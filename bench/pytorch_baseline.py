@@ -337,45 +337,16 @@ def check(remat):
     """torchvision's modules and GraphNet over remat's export agree on the CPU."""
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in TORCHVISION:
-            size = 299 if name == "inception-v3" else 96  # the auxiliary head needs 17×17 at Mixed_6e
+        # The segmentation networks are held to this file's PyTorch modules,
+        # with per-pixel labels, at the smallest sizes their crops and pyramid take.
+        sizes = {"inception-v3": 299, "unet": 188, "pspnet": 97}  # Inception's auxiliary head needs 17×17 at Mixed_6e
+        for name in list(TORCHVISION) + list(SEGMENTATION):
+            size = sizes.get(name, 96)
             path = Path(tmp) / f"{name}.json"
             subprocess.run([remat, "zoo", "export", name, "--batch", "2", "--image", str(size), str(size),
                             "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
             graph = json.loads(path.read_text())
-            reference = torchvision_model(name, 1000).train()
-            net = GraphNet(graph).train()
-            missing = []
-            with torch.no_grad():
-                for key, value in list(reference.state_dict().items()):
-                    owner, _, field = key.rpartition(".")
-                    module = net.module_of(owner)
-                    if module is None or field not in module.state_dict():
-                        missing.append(key)
-                        continue
-                    module.state_dict()[field].copy_(value)
-            counted = sum(p.numel() for p in net.parameters())
-            expected = sum(p.numel() for p in reference.parameters())
-            torch.manual_seed(3)
-            x = torch.rand(2, 3, size, size) * 2 - 1
-            labels = torch.randint(0, 1000, (2,))
-            torch.manual_seed(4)
-            theirs = float(loss_of_torchvision(reference, x, labels))
-            torch.manual_seed(4)
-            mine = float(net({"input": x, "labels": labels}))
-            agree = not missing and counted == expected and abs(mine - theirs) <= 1e-4 * max(1.0, abs(theirs))
-            failures += not agree
-            print(f"{name:13} parameters {counted:>10} (torchvision {expected:>10})  loss {mine:.6f} "
-                  f"(torchvision {theirs:.6f})  {'agree' if agree else 'DIFFER'}"
-                  + (f"; not in the graph: {', '.join(missing[:5])}" if missing else ""))
-        # The segmentation networks against this file's PyTorch modules, with
-        # per-pixel labels, at the smallest sizes their crops and pyramid take.
-        for name, classes in SEGMENTATION.items():
-            size = 188 if name == "unet" else 97
-            path = Path(tmp) / f"{name}.json"
-            subprocess.run([remat, "zoo", "export", name, "--batch", "2", "--image", str(size), str(size),
-                            "-o", str(path)], check=True, stdout=subprocess.DEVNULL)
-            graph = json.loads(path.read_text())
+            floats, label_shapes, classes = graph_inputs(graph)
             reference = torchvision_model(name, classes).train()
             net = GraphNet(graph).train()
             missing = []
@@ -389,18 +360,18 @@ def check(remat):
                     module.state_dict()[field].copy_(value)
             counted = sum(p.numel() for p in net.parameters())
             expected = sum(p.numel() for p in reference.parameters())
-            floats, label_shapes, _ = graph_inputs(graph)
             torch.manual_seed(3)
             x = torch.rand(floats["input"]) * 2 - 1
             labels = torch.randint(0, classes, label_shapes["labels"])
             torch.manual_seed(4)
-            theirs = float(reference(x, labels))
+            theirs = float(loss_of_torchvision(reference, x, labels))
             torch.manual_seed(4)
             mine = float(net({"input": x, "labels": labels}))
             agree = not missing and counted == expected and abs(mine - theirs) <= 1e-4 * max(1.0, abs(theirs))
             failures += not agree
-            print(f"{name:13} parameters {counted:>10} (PyTorch     {expected:>10})  loss {mine:.6f} "
-                  f"(PyTorch     {theirs:.6f})  {'agree' if agree else 'DIFFER'}"
+            source = "torchvision" if name in TORCHVISION else "PyTorch"
+            print(f"{name:13} parameters {counted:>10} ({source:11} {expected:>10})  loss {mine:.6f} "
+                  f"({source:11} {theirs:.6f})  {'agree' if agree else 'DIFFER'}"
                   + (f"; not in the graph: {', '.join(missing[:5])}" if missing else ""))
         # The NAS networks have no torchvision form: GraphNet must own the
         # graph's parameters exactly and train a step.

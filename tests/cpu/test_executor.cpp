@@ -434,11 +434,7 @@ TEST_CASE("bad input is refused with a remat::error naming the node") {
     graph_builder copy("concat-axis-2");
     const graph g0 = std::move(b).build();
     for (node_id v = 0; v < g0.size(); ++v) {
-      node_spec s;
-      s.name = g0.node_name(v);
-      s.op = g0.op(v);
-      s.bytes = g0.bytes(v);
-      s.attrs = g0.attrs(v);
+      node_spec s = node_spec_of(g0, v);
       for (node_id p : g0.inputs(v)) s.inputs.push_back(p);
       if (s.op == "concat") s.attrs["axis"] = std::int64_t{2};
       copy.add(std::move(s));
@@ -463,13 +459,7 @@ TEST_CASE("bad input is refused with a remat::error naming the node") {
     auto with = [&](const std::string& node, const std::string& key, attribute_value value) {
       graph_builder copy("segmenter-changed");
       for (node_id v = 0; v < g0.size(); ++v) {
-        node_spec s;
-        s.name = g0.node_name(v);
-        s.op = g0.op(v);
-        s.bytes = g0.bytes(v);
-        s.params = g0.params(v);
-        s.reads = g0.reads(v);
-        s.attrs = g0.attrs(v);
+        node_spec s = node_spec_of(g0, v);
         for (node_id p : g0.inputs(v)) s.inputs.push_back(p);
         if (s.name == node) s.attrs[key] = value;
         if (s.name == "labels" && key == "shape") s.bytes = 8 * 2 * 9 * 8;

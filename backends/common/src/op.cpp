@@ -107,6 +107,13 @@ void check_window(const node_reader& r, const std::vector<int64_t>& kernel, cons
       r.fail("kernel, stride and dilation must be positive and padding non-negative");
 }
 
+// A convolution's optional in_channels attribute agrees with its operand's channels.
+void check_in_channels(const node_reader& r, int64_t channels) {
+  if (r.integer_or("in_channels", channels) != channels)
+    r.fail("in_channels is " + std::to_string(r.integer("in_channels")) + " but its operand has " +
+           std::to_string(channels) + " channels");
+}
+
 }  // namespace
 
 op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
@@ -169,9 +176,7 @@ op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
     c.n = x[0], c.c = x[1], c.h = x[2], c.w = x[3];
     c.k = r.integer("out_channels");
     c.groups = r.integer_or("groups", 1);
-    if (r.integer_or("in_channels", c.c) != c.c)
-      r.fail("in_channels is " + std::to_string(r.integer("in_channels")) + " but its operand has " +
-             std::to_string(c.c) + " channels");
+    check_in_channels(r, c.c);
     if (c.k < 1 || c.groups < 1 || c.c % c.groups != 0 || c.k % c.groups != 0)
       r.fail("groups (" + std::to_string(c.groups) + ") must divide in_channels (" + std::to_string(c.c) +
              ") and out_channels (" + std::to_string(c.k) + ")");
@@ -195,9 +200,7 @@ op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
       r.fail("conv_transpose2d is supported with groups 1 and dilation 1 only");
     for (std::size_t i = 0; i < 2; ++i)
       if (extra[i] < 0 || extra[i] >= stride[i]) r.fail("output_padding must be non-negative and below the stride");
-    if (r.integer_or("in_channels", x[1]) != x[1])
-      r.fail("in_channels is " + std::to_string(r.integer("in_channels")) + " but its operand has " +
-             std::to_string(x[1]) + " channels");
+    check_in_channels(r, x[1]);
     // The convolution this op is the adjoint of runs from the op's output back to its input.
     conv2d_geometry& c = o.conv;
     c.n = x[0], c.k = x[1], c.c = r.integer("out_channels");
