@@ -470,6 +470,8 @@ TEST_CASE("bad input is refused with a remat::error naming the node") {
     const std::vector<std::tuple<graph, std::string, std::string>> bad{
         {with("up", "output_padding", std::vector<std::int64_t>{2, 0}), "'up'", "output_padding"},
         {with("up", "groups", std::int64_t{2}), "'up'", "groups 1"},
+        {with("up", "stride", std::vector<std::int64_t>{std::int64_t{1} << 62, 2}), "'up'", "64 bits"},
+        {with("up", "padding", std::vector<std::int64_t>{4, 0}), "'up'", "too small for the padding"},
         {with("resize", "size", std::vector<std::int64_t>{9, 8}), "'resize'", "disagrees"},
         {with("labels", "shape", std::vector<std::int64_t>{2, 9, 8}), "'loss'", "[2, 9, 9]"},
     };

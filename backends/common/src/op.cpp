@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <remat/detail/checked.hpp>
 #include <remat/error.hpp>
 
 namespace remat::ops {
@@ -105,6 +108,23 @@ void check_window(const node_reader& r, const std::vector<int64_t>& kernel, cons
     if (kernel[static_cast<std::size_t>(i)] < 1 || stride[static_cast<std::size_t>(i)] < 1 ||
         padding[static_cast<std::size_t>(i)] < 0 || dilation[static_cast<std::size_t>(i)] < 1)
       r.fail("kernel, stride and dilation must be positive and padding non-negative");
+}
+
+// A transposed convolution's output extent, (in − 1)·stride − 2·padding +
+// kernel + output_padding, refused when it is below 1 or past 64 bits.
+int64_t transposed_extent(const node_reader& r, int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                          int64_t extra) {
+  using remat::detail::checked_add;
+  using remat::detail::checked_mul;
+  const auto u = [](int64_t v) { return static_cast<std::uint64_t>(v); };
+  const auto grown = checked_mul(u(in - 1), u(stride));
+  const auto with_kernel = grown ? checked_add(*grown, u(kernel)) : std::nullopt;
+  const auto reach = with_kernel ? checked_add(*with_kernel, u(extra)) : std::nullopt;
+  const auto trimmed = checked_mul(u(padding), 2);
+  if (!reach || !trimmed || *reach > u(std::numeric_limits<int64_t>::max()))
+    r.fail("the output extent of an input extent of " + std::to_string(in) + " does not fit 64 bits");
+  if (*reach <= *trimmed) r.fail("an input extent of " + std::to_string(in) + " is too small for the padding");
+  return static_cast<int64_t>(*reach - *trimmed);
 }
 
 // A convolution's optional in_channels attribute agrees with its operand's channels.
@@ -206,9 +226,8 @@ op_info parse_op(const graph& g, node_id v, std::span<const op_info> ops) {
     c.n = x[0], c.k = x[1], c.c = r.integer("out_channels");
     if (c.c < 1) r.fail("out_channels must be positive");
     c.kh = kernel[0], c.kw = kernel[1], c.sh = stride[0], c.sw = stride[1], c.ph = padding[0], c.pw = padding[1];
-    c.h = (x[2] - 1) * c.sh - 2 * c.ph + c.kh + extra[0];
-    c.w = (x[3] - 1) * c.sw - 2 * c.pw + c.kw + extra[1];
-    if (c.h < 1 || c.w < 1) r.fail("input " + text(x) + " is too small for the padding");
+    c.h = transposed_extent(r, x[2], c.kh, c.sh, c.ph, extra[0]);
+    c.w = transposed_extent(r, x[3], c.kw, c.sw, c.pw, extra[1]);
     expect_shape({c.n, c.c, c.h, c.w});
     o.weight_elements = static_cast<std::uint64_t>(c.k * c.c * c.kh * c.kw);
     o.bias_elements = r.flag_or("bias", false) ? static_cast<std::uint64_t>(c.c) : 0;
