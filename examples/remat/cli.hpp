@@ -219,6 +219,16 @@ inline std::string bytes_with_exact(std::uint64_t bytes) {
 }
 
 /// Where a step is, in words: "step 412, backward of 'conv1'".
+/// Where the per-op floor is set: "backward of 'c'", with the gradient
+/// buffers every schedule holds there when there are any.
+inline std::string describe_floor(const graph& g, const op_floor& floor) {
+  std::string out = fmt::format("{} of '{}'", floor.backward ? "backward" : "forward", g.node_name(floor.node));
+  if (floor.pending_gradients > 0)
+    out += fmt::format(", with {} of other values' gradients pending in every schedule",
+                       format_bytes(floor.pending_gradients));
+  return out;
+}
+
 inline std::string describe_step(const graph& g, const schedule& steps, std::size_t i) {
   if (i >= steps.size()) return fmt::format("step {}", i);
   return fmt::format("step {}, {} of '{}'", i, to_string(steps[i].kind), g.node_name(steps[i].node));

@@ -50,8 +50,7 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   const training_memory peak = e.regular.peak();
   const std::uint64_t total = peak.total();
   const std::uint64_t values = peak[memory_part::activations] + peak[memory_part::recomputed];
-  const std::string floor_at =
-      fmt::format("{} of '{}'", e.floor.backward ? "backward" : "forward", g.node_name(e.floor.node));
+  const std::string floor_at = describe_floor(g, e.floor);
   if (e.most_any_plan_saves() == 0)
     out.push_back(fmt::format("Activations are {} of the peak ({} of {}): checkpointing can save nothing, because "
                               "regular training already peaks at the per-op floor ({}).",
@@ -340,7 +339,10 @@ void add_explain_command(CLI::App& app) {
       doc["optimizer"] = to_string(e.optimizer);
       doc["optimizer_state"] = e.optimizer_state;
       doc["parameters"] = g.param_bytes();
-      doc["per_op_floor"] = {{"bytes", e.floor_bytes()}, {"node", g.node_name(e.floor.node)}, {"backward", e.floor.backward}};
+      doc["per_op_floor"] = {{"bytes", e.floor_bytes()},
+                             {"node", g.node_name(e.floor.node)},
+                             {"backward", e.floor.backward},
+                             {"pending_gradients", e.floor.pending_gradients}};
       doc["most_any_plan_saves"] = e.most_any_plan_saves();
       doc["activation_share"] = e.activation_share();
       doc["regular"] = plan_json(g, e, e.regular, opt->top);
@@ -366,8 +368,8 @@ void add_explain_command(CLI::App& app) {
     head.print(false);
     fmt::print("\n");
     print_table(g, e, columns);
-    fmt::print("\nper-op floor  {}  ({} of '{}'; no plan goes below)\n", bytes_with_exact(e.floor_bytes()),
-               e.floor.backward ? "backward" : "forward", g.node_name(e.floor.node));
+    fmt::print("\nper-op floor  {}  ({}; no plan goes below)\n", bytes_with_exact(e.floor_bytes()),
+             describe_floor(g, e.floor));
     print_largest(g, "regular training", e.regular, opt->top);
     if (e.chosen && e.chosen->p.steps != e.regular.p.steps) print_largest(g, chosen_title, *e.chosen, opt->top);
     if (!e.optimal_is_regular()) print_largest(g, "the " + optimal_title, e.optimal, opt->top);

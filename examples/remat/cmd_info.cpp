@@ -37,8 +37,7 @@ void add_info_command(CLI::App& app) {
                         describe_step(g, regular_plan.steps, regular.peak_step)),
             regular.peak_bytes);
     out.row("per-op floor",
-            fmt::format("{}  ({} of '{}'; no plan goes below)", bytes_with_exact(floor.bytes),
-                        floor.backward ? "backward" : "forward", g.node_name(floor.node)),
+            fmt::format("{}  ({}; no plan goes below)", bytes_with_exact(floor.bytes), describe_floor(g, floor)),
             floor.bytes);
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});

@@ -151,6 +151,16 @@ with tempfile.TemporaryDirectory() as tmp:
           exact.get("produced_by") == "dp" and exact.get("proof_family") == "stage plans" and
           exact.get("lower_bound_holds_for") == "stage plans" and exact.get("search", {}).get("work", 0) > 0,
           str(exact))
+    # general-search meets the per-op floor on ResNet-18, which proves the least peak of every schedule
+    resnet18 = str(tmp / "resnet18.json")
+    run("zoo", "export", "resnet18", "-o", resnet18)
+    floor = json.loads(run("info", resnet18, "--json").stdout).get("per-op floor")
+    r = run("plan", resnet18, "--method", "general-search", "--quiet")
+    general = json.loads(run("plan", resnet18, "--method", "general-search", "--quiet", "--json").stdout)
+    check("plan --method general-search: 'optimal over every schedule, in peak' at the per-op floor",
+          r.returncode == 0 and re.search(r"^status\s+optimal over every schedule, in peak", r.stdout, re.M) and
+          general.get("peak") == floor and general.get("proof_family") == "every schedule, in peak" and
+          general.get("lower_bound_holds_for") == "every plan" and "unproven" not in general, r.stdout + r.stderr)
     nas = str(tmp / "nas.json")
     run("gen", "nas", "--cells", "8", "-o", nas)
     plans = [run("plan", nas, "--work-limit", "3e7", "--quiet", "--json", "-o", str(tmp / f"nas{i}.plan.json"))

@@ -175,6 +175,28 @@ TEST_CASE("diamond, per-op floor: the forward of d (b, c and d alive)") {
   CHECK(!floor.backward);
 }
 
+TEST_CASE("per-op floor: a skip connection's gradient is pending during the backwards it jumps over") {
+  using enum backward_reads;
+  // d = add(c, a) jumps over b and c: d's backward allocates a's gradient, and
+  // a's backward waits for c's, so c's backward holds it in every schedule.
+  const graph g = test::build("skip", {{"x", "input", {}, 10},
+                                       {"a", "conv2d", {"x"}, 100, inputs, 4, 1},
+                                       {"b", "relu", {"a"}, 100, output, 0, 1},
+                                       {"c", "conv2d", {"b"}, 100, inputs, 4, 1},
+                                       {"d", "add", {"c", "a"}, 100, none, 0, 1},
+                                       {"e", "loss", {"d"}, 8, inputs, 0, 1}});
+  const op_floor floor = per_op_floor(g);
+  // R 18 + c's param grad 4 + grad c 100 + value b 100 + grad b 100 + grad a 100.
+  CHECK(floor.bytes == 422);
+  CHECK(g.node_name(floor.node) == "c");
+  CHECK(floor.backward);
+  CHECK(floor.pending_gradients == 100);
+  // Regular training reaches it, there: the floor is its least peak.
+  const simulation sim = simulate(g, plan_none(g).steps);
+  CHECK(sim.peak_bytes == 422);
+  CHECK(g.node_name(plan_none(g).steps[sim.peak_step].node) == "c");
+}
+
 TEST_CASE("per-op floor of a graph with nothing to compute: its resident inputs") {
   graph_builder b("inputs-only");
   for (auto [name, bytes] : {std::pair{"x", 10}, std::pair{"y", 6}}) {

@@ -164,7 +164,7 @@ TEST_CASE("the general family on 10,000 small random DAGs: it holds both other f
 TEST_CASE("every single-level schedule on 1,000 small random DAGs: how far below the general family they reach") {
   const char* asked = std::getenv("REMAT_ALL_SCHEDULES_GRAPHS");
   const std::uint64_t count = asked ? std::strtoull(asked, nullptr, 10) : 1000;
-  std::size_t graphs = 0, below = 0;
+  std::size_t graphs = 0, below = 0, with_pending = 0, floor_reached = 0;
   double worst = 0, sum = 0;
   std::size_t most_states = 0;
   std::uint64_t worst_seed = 0;
@@ -177,6 +177,11 @@ TEST_CASE("every single-level schedule on 1,000 small random DAGs: how far below
     // The search's step rules are the simulator's: its schedule peaks where it says.
     REQUIRE(simulate(g, any->steps).peak_bytes == any->peak);
     REQUIRE(any->peak <= family.general);
+    // The per-op floor, pending gradients included, holds for every schedule.
+    const op_floor floor = per_op_floor(g);
+    REQUIRE(floor.bytes <= any->peak);
+    with_pending += floor.pending_gradients > 0;
+    floor_reached += floor.bytes == any->peak;
     ++graphs;
     most_states = std::max(most_states, any->states);
     below += any->peak < family.general;
@@ -187,6 +192,9 @@ TEST_CASE("every single-level schedule on 1,000 small random DAGs: how far below
   }
   MESSAGE(graphs << " graphs of 3-6 computed nodes: some single-level schedule peaks below the general family's best on "
                  << below << " (mean gap " << 100 * sum / static_cast<double>(graphs) << "%, largest " << 100 * worst
-                 << "% on seed " << worst_seed << "); the search settled at most " << most_states << " states");
+                 << "% on seed " << worst_seed << "); the search settled at most " << most_states
+                 << " states; the per-op floor counts pending gradients on " << with_pending << " and is reached on "
+                 << floor_reached);
   CHECK(graphs == count);
+  CHECK(with_pending > 0);
 }

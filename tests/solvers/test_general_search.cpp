@@ -1,8 +1,11 @@
-// general-search: a local search over general plans from exact's and
-// kept-search's plans. Its plan is valid, never above either start, and the
-// same on every run under a work limit.
+// general-search: a local search over general plans from exact's plan, its
+// kept values with a stage per node, and kept-search's plan. Its plan is
+// valid, never above exact's or kept-search's, `optimal` where it meets the
+// per-op floor, and the same on every run under a work limit.
 
 #include <doctest/doctest.h>
+
+#include <string>
 
 #include <remat/solve.hpp>
 #include <remat/zoo/models.hpp>
@@ -24,17 +27,41 @@ solution run(const graph& g, method m, std::uint64_t work = 2'000'000'000) {
 }  // namespace
 
 TEST_CASE("general-search is never above exact nor kept-search, and its figures are the simulator's") {
+  std::size_t at_floor_count = 0;
   for (std::uint64_t seed = 0; seed < 60; ++seed) {
     const graph g = test::random_dag(8 + seed % 30, seed, 2 + seed % 4, 1 + seed % 3);
     CAPTURE(seed);
     const solution general = run(g, method::general_search);
-    REQUIRE(general.status == solve_status::feasible);
+    const std::uint64_t floor = per_op_floor(g).bytes;
+    // `optimal` exactly when the plan meets the floor, which bounds every schedule.
+    const bool at_floor = general.figures.peak_bytes == floor;
+    REQUIRE(general.status == (at_floor ? solve_status::optimal : solve_status::feasible));
+    at_floor_count += at_floor;
     CHECK(general.figures.peak_bytes <= run(g, method::exact).figures.peak_bytes);
     CHECK(general.figures.peak_bytes <= run(g, method::kept_search).figures.peak_bytes);
     CHECK(simulate(g, general.best.steps).peak_bytes == general.figures.peak_bytes);
-    CHECK(general.peak_lower_bound == per_op_floor(g).bytes);
-    CHECK(general.unproven() == unproven_reason::no_proof);
+    CHECK(general.peak_lower_bound == floor);
+    CHECK(general.unproven() == (at_floor ? unproven_reason::none : unproven_reason::no_proof));
+    CHECK((general.message.find("least peak proven: it equals the per-op floor") != std::string::npos) == at_floor);
     CHECK(general.best.stage_modes.size() >= 1);
+  }
+  MESSAGE(at_floor_count << " of 60 plans meet the per-op floor");
+  CHECK(at_floor_count > 0);
+  CHECK(at_floor_count < 60);
+}
+
+TEST_CASE("general-search proves the least peak of every schedule where its plan meets the floor: ResNet-18, VGG-16") {
+  for (const std::string name : {"resnet18", "vgg16"}) {
+    const graph g = zoo::build(name);
+    CAPTURE(name);
+    const solution exact = run(g, method::exact), general = run(g, method::general_search);
+    MESSAGE(name << ": exact " << exact.figures.peak_bytes << " bytes, general-search " << general.figures.peak_bytes
+                 << ", floor " << per_op_floor(g).bytes);
+    CHECK(general.status == solve_status::optimal);
+    CHECK(general.figures.peak_bytes == per_op_floor(g).bytes);
+    CHECK(general.figures.peak_bytes < exact.figures.peak_bytes);
+    // the plan that leads there keeps exact's values with a stage per node
+    CHECK(general.message.find("started at exact's kept values with a stage per node") != std::string::npos);
   }
 }
 
@@ -48,6 +75,25 @@ TEST_CASE("general-search on ResNet-50: below exact's stage optimum, the same pl
   CHECK(a.best.steps == b.best.steps);
   CHECK(a.stats.work == b.stats.work);
   CHECK(a.message.find("below exact's plan (optimal over stage plans)") != std::string::npos);
+}
+
+TEST_CASE("general-search, time objective: a budget below every stage plan is met from kept-search's values") {
+  const graph g = zoo::build("resnet50");
+  solve_options o;
+  o.goal = objective::time;
+  o.budget = 1'300'000'000;  // exact's least peak is 1,703,793,216 bytes
+  o.work_limit = 2'000'000'000;
+  const solution exact = solve(g, o);
+  CHECK(exact.status == solve_status::infeasible);
+  o.method = method::general_search;
+  const solution general = solve(g, o);
+  MESSAGE("ResNet-50 within 1.3 GB: general-search peaks at " << general.figures.peak_bytes << " bytes, overhead "
+                                                              << general.figures.overhead());
+  REQUIRE(general.status == solve_status::feasible);
+  CHECK(general.figures.peak_bytes <= o.budget);
+  CHECK(simulate(g, general.best.steps).peak_bytes == general.figures.peak_bytes);
+  CHECK(general.message.find("started at kept-search's kept values with a stage per node") != std::string::npos);
+  CHECK(general.message.find("exact has no stage plan (infeasible)") != std::string::npos);
 }
 
 TEST_CASE("general-search, time objective: within the budget, recomputing no more than exact") {

@@ -149,11 +149,81 @@ std::vector<std::uint64_t> descendant_sums(const graph& g, Weight&& weight) {
   return sums;
 }
 
+namespace detail {
+
+/// Pieces larger than this get no pending gradients (their bitsets would
+/// take O(p²/8) bytes); the floor stays valid, only weaker there.
+inline constexpr std::size_t max_pending_piece = 8192;
+
+/// Per node v, the bytes of gradient buffers other than its operands' that
+/// every schedule holds while v's backward runs: those of v's ancestors u
+/// with a consumer among v's descendants. That consumer's backward ran before
+/// v's (it waits for its own consumers' backwards), which allocated u's
+/// gradient, and u's backward waits for v's. No edge jumps a separator, so u
+/// and that consumer lie in v's piece or u is the separator closing the piece
+/// before. Complexity: O(Σ_pieces p · (p + e_p) / 64 + Σ_v Σ_{u ∈ anc(v)} deg u)
+/// for pieces of p nodes and e_p edges, O(p²/32) bytes per piece.
+inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
+  const std::size_t n = g.size();
+  std::vector<std::uint64_t> out(n, 0);
+  const series_decomposition series = decompose_series(g);
+  std::vector<char> operand(n, 0);
+  for (std::size_t t = 0; t < series.pieces.size(); ++t) {
+    const node_id first = t > 0 ? series.pieces[t - 1].last : series.pieces[t].first;
+    const node_id last = series.pieces[t].last;
+    const std::size_t range = last - first + 1;
+    if (range > max_pending_piece) continue;
+    const std::size_t words = (range + 63) / 64;
+    std::vector<std::uint64_t> ancestors(range * words, 0), descendants(range * words, 0);
+    auto bit = [&](const std::vector<std::uint64_t>& sets, std::size_t v, std::size_t u) {
+      return (sets[(v - first) * words + (u - first) / 64] >> ((u - first) % 64)) & 1U;
+    };
+    for (std::size_t v = first; v <= last; ++v) {
+      std::uint64_t* mine = &ancestors[(v - first) * words];
+      for (node_id p : g.predecessors(v)) {
+        if (p < first || g.is_input(p)) continue;
+        mine[(p - first) / 64] |= std::uint64_t{1} << ((p - first) % 64);
+        const std::uint64_t* theirs = &ancestors[(p - first) * words];
+        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+      }
+    }
+    for (std::size_t v = last + 1; v-- > first;) {
+      std::uint64_t* mine = &descendants[(v - first) * words];
+      for (node_id s : g.successors(v)) {
+        if (s > last) continue;
+        mine[(s - first) / 64] |= std::uint64_t{1} << ((s - first) % 64);
+        const std::uint64_t* theirs = &descendants[(s - first) * words];
+        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+      }
+    }
+    for (std::size_t v = series.pieces[t].first; v <= last; ++v) {
+      if (g.is_input(v)) continue;
+      for (node_id p : g.predecessors(v)) operand[p] = 1;
+      const std::uint64_t* mine = &ancestors[(v - first) * words];
+      for (std::size_t w = 0; w < words; ++w)
+        for (std::uint64_t word = mine[w]; word != 0; word &= word - 1) {
+          const node_id u = static_cast<node_id>(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+          if (operand[u]) continue;
+          for (node_id c : g.successors(u))
+            if (c <= last && bit(descendants, v, c)) {
+              out[v] += g.bytes(u);
+              break;
+            }
+        }
+      for (node_id p : g.predecessors(v)) operand[p] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 /// The per-op floor: the memory some single step needs under any schedule.
 struct op_floor {
-  std::uint64_t bytes = 0;  ///< no schedule's peak is below this
-  node_id node = 0;         ///< the op that sets it
-  bool backward = false;    ///< in its backward (else its forward)
+  std::uint64_t bytes = 0;              ///< no schedule's peak is below this
+  node_id node = 0;                     ///< the op that sets it
+  bool backward = false;                ///< in its backward (else its forward)
+  std::uint64_t pending_gradients = 0;  ///< other values' gradient buffers that step holds in every schedule
 };
 
 /// Computes the per-op floor. Every schedule runs each node's forward at least
@@ -161,18 +231,22 @@ struct op_floor {
 /// and its backward once, after the backwards of all its descendants, whose
 /// parameter gradients then exist; that step also holds v's own parameter
 /// gradient, v's output gradient, the values v's backward reads, a gradient
-/// buffer per operand and the backward workspace. The floor is the largest of
-/// these over all nodes. Complexity: that of descendant_sums.
+/// buffer per operand, the backward workspace, and the gradient buffers of
+/// v's ancestors that a descendant of v also consumes (pending_gradients: a
+/// block's input, whose skip connection's backward already ran, during the
+/// block's backward). The floor is the largest of these over all nodes.
+/// Complexity: that of descendant_sums plus pending_gradients'.
 inline op_floor per_op_floor(const graph& g) {
   const std::uint64_t resident = g.param_bytes() + g.input_bytes();
   const auto later_params = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
+  const std::vector<std::uint64_t> pending = detail::pending_gradients(g);
   op_floor best;
   best.bytes = resident;  // what every step holds, even when nothing is computed
   for (node_id v = 0; v < g.size(); ++v) {
     if (g.is_input(v)) continue;
     std::uint64_t forward = resident + g.bytes(v) + g.workspace(v);
     std::uint64_t backward =
-        resident + later_params[v] + g.params(v) + g.bytes(v) + g.backward_workspace(v);
+        resident + later_params[v] + g.params(v) + g.bytes(v) + g.backward_workspace(v) + pending[v];
     if (reads_output(g.reads(v))) backward += g.bytes(v);
     for (node_id p : g.predecessors(v)) {
       if (g.is_input(p)) continue;
@@ -180,8 +254,8 @@ inline op_floor per_op_floor(const graph& g) {
       backward += g.bytes(p);                                // its gradient buffer
       if (reads_inputs(g.reads(v))) backward += g.bytes(p);  // its value
     }
-    if (forward > best.bytes) best = {forward, v, false};
-    if (backward > best.bytes) best = {backward, v, true};
+    if (forward > best.bytes) best = {forward, v, false, 0};
+    if (backward > best.bytes) best = {backward, v, true, pending[v]};
   }
   return best;
 }

@@ -193,14 +193,22 @@ inline void free_recomputed_at_last_use(const graph& g, schedule& steps) {
         break;
     }
   }
-  std::vector<std::vector<step>> moved(steps.size());
+  // The moved frees grouped by the step they follow, each group in schedule
+  // order: a counting sort, as general-search builds schedules by the thousand.
+  std::vector<std::size_t> first(steps.size() + 1, 0);
   for (std::size_t i = 0; i < steps.size(); ++i)
-    if (free_after[i] != none) moved[free_after[i]].push_back(steps[i]);
+    if (free_after[i] != none) ++first[free_after[i] + 1];
+  for (std::size_t i = 0; i < steps.size(); ++i) first[i + 1] += first[i];
+  std::vector<step> moved(first[steps.size()]);
+  std::vector<std::size_t> fill(first.begin(), first.end() - 1);
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (free_after[i] != none) moved[fill[free_after[i]]++] = steps[i];
   schedule out;
   out.reserve(steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (free_after[i] == none) out.push_back(steps[i]);
-    out.insert(out.end(), moved[i].begin(), moved[i].end());
+    out.insert(out.end(), moved.begin() + static_cast<std::ptrdiff_t>(first[i]),
+               moved.begin() + static_cast<std::ptrdiff_t>(first[i + 1]));
   }
   steps = std::move(out);
 }

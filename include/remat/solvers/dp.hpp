@@ -91,15 +91,40 @@ struct dp_result {
 /// explored), feasible (a cap or the time limit stopped it; the plan is the
 /// best among the stages evaluated), infeasible (no plan within the budget; for
 /// the time objective `smallest_feasible_budget` says what would work).
+/// solve_dp's memory-objective rounds look for chain's plan as an upper
+/// bound once a failed round has evaluated this many stages.
+inline constexpr std::uint64_t chain_after_stages = 10'000;
+
 inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& options = {}) {
   // For the memory objective the search is bounded: runs with bounds growing
-  // from the per-op floor by a quarter each time until one reaches a plan.
-  // Tight bounds prune most stages, so the failed runs are cheap and the last
-  // one explores little more than the optimum needs.
+  // from the per-op floor by a quarter each time until one reaches a plan,
+  // the last at most at the peak of chain's plan. Tight bounds prune most
+  // stages, so the failed runs are cheap and the last one explores little
+  // more than the optimum needs.
   if (options.goal == objective::memory && !options.keep_frontier &&
       options.budget == std::numeric_limits<std::uint64_t>::max()) {
     std::uint64_t bound = per_op_floor(g).bytes;
     dp_stats spent;
+    // A plan of id-interval stages (chain's family, which this one holds)
+    // bounds the least peak from above. Once a failed round has evaluated
+    // many stages (a branchy graph, where rounds just below the optimum cost
+    // nearly as much as one above it), chain's plan is found, and a next
+    // bound past four fifths of its peak U becomes U itself: that round
+    // always finds a plan.
+    std::uint64_t upper = std::numeric_limits<std::uint64_t>::max();
+    bool upper_tried = family != dp_family::exact;
+    auto find_upper = [&] {
+      upper_tried = true;
+      dp_options chain = options;
+      chain.peak_only = true;
+      const dp_result c = solve_dp(g, dp_family::prefix, chain);
+      spent.lower_sets += c.stats.lower_sets;
+      spent.transitions += c.stats.transitions;
+      spent.pruned += c.stats.pruned;
+      spent.seconds += c.stats.seconds;
+      if (c.complete && c.result.status == solve_status::optimal) upper = c.result.claimed_peak;
+    };
+    auto capped = [&](std::uint64_t b) { return b > upper / 5 * 4 ? upper : b; };
     for (;;) {
       dp_options bounded = options;  // the rounds share one time budget
       bounded.budget = bound;
@@ -117,8 +142,10 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
         return r;
       }
       spent.seconds += r.stats.seconds;
+      if (bound >= upper) upper = std::numeric_limits<std::uint64_t>::max();  // cannot fail; never loop on it
+      else if (!upper_tried && r.stats.transitions >= chain_after_stages) find_upper();
       const std::uint64_t grown = bound + bound / 4 + 1;
-      bound = grown < bound ? std::numeric_limits<std::uint64_t>::max() : grown;
+      bound = grown < bound ? std::numeric_limits<std::uint64_t>::max() : capped(grown);
     }
   }
   detail::dp_engine engine(g, options);

@@ -3,17 +3,18 @@
 /// \file
 /// The method `general-search`: a local search over general plans
 /// (schedule_from_kept_stages: stages and a kept set chosen independently,
-/// each stage recomputing lazily or eagerly). It starts from two plans the
-/// family holds step for step — `exact`'s stage plan (its boundary kept, every
-/// stage eager) and `kept-search`'s kept-set plan (one lazy stage) — and from
-/// each takes first improvements by the plan ranking: a stage's recompute
-/// mode flipped, a value added to or taken from the kept set, two adjacent
-/// stages merged. Each try builds and simulates a plan: O(n log n + m +
-/// recomputes). Its plan is never above either start (a stage optimum and a
-/// kept-set local optimum), and on small random DAGs the family's own
-/// optimum often lies below the stage optimum (docs/algorithms.md measures
-/// how often, with tests/solvers/test_general_family.cpp). No optimality is claimed: the
-/// bound is the per-op floor, the one bound that holds for every schedule.
+/// each stage recomputing lazily or eagerly). It starts from three plans the
+/// family holds — `exact`'s stage plan (its boundary kept, every stage
+/// eager), the same kept values with a stage per node (each backward then
+/// recomputes only what it reads), and `kept-search`'s kept-set plan (one
+/// lazy stage) — and from each takes first improvements by the plan ranking:
+/// a stage's recompute mode flipped, a value added to or taken from the kept
+/// set, two adjacent stages merged. Each try builds and simulates a plan:
+/// O(n log n + m + recomputes). Its plan is never above either first or
+/// third start (a stage optimum and a kept-set local optimum); the second
+/// start leads it far below both on most models (docs/results-solvers.md).
+/// The bound is the per-op floor, the one bound known to hold for every
+/// schedule; a plan that meets it is `optimal` in peak.
 
 #include <remat/config.hpp>
 
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +79,30 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
   return out;
 }
 
+/// `start`'s kept values with every computed node its own stage (in
+/// `start`'s order). Each backward then recomputes only what it reads, and
+/// frees it at once, so the plan holds little beyond the kept values; kept
+/// nothing, it peaks near the per-op floor at up to O(n²) recompute steps.
+/// From a stage plan's boundary the recompute stays near the stage plan's,
+/// and improve_general_plan then trades kept values for recompute where the
+/// peak allows.
+inline general_plan with_node_stages(const graph& g, const general_plan& start) {
+  general_plan out;
+  out.order = start.order;
+  out.kept = start.kept;
+  out.stage_of.assign(g.size(), 0);
+  std::uint32_t stage = 0;
+  auto place = [&](node_id v) {
+    if (!g.is_input(v)) out.stage_of[v] = stage++;
+  };
+  if (out.order.empty())
+    for (node_id v = 0; v < g.size(); ++v) place(v);
+  else
+    for (node_id v : out.order) place(v);
+  out.modes.assign(stage, stage_recompute::eager);
+  return out;
+}
+
 struct improve_general_options {
   objective goal = objective::memory;
   std::uint64_t budget = no_budget;
@@ -98,38 +124,92 @@ inline general_search_result improve_general_plan(const graph& g, general_plan s
   for (node_id v = 0; v < g.size(); ++v)
     if (g.is_input(v)) start.kept.erase(v);
   out.best = std::move(start);
-  out.figures = simulate(g, out.best.steps(g));
+  schedule steps = out.best.steps(g);
+  out.figures = simulate(g, steps);
+  // Which kept-set toggles can improve the plan. Dropping a kept value never
+  // lowers the recompute, nor the memory of the peak step unless the value
+  // is alive there; keeping a value the plan never recomputes changes no
+  // recompute and only adds memory. So only those toggles are tried: the
+  // others cannot rank better, by either objective.
+  // Likewise merging two stages that recompute no value in common recomputes
+  // as much as before and holds at least as much.
+  node_set alive_at_peak(g.size()), recomputed(g.size());
+  std::vector<std::vector<node_id>> recomputed_in;  // per stage, ascending
+  auto note_plan = [&] {
+    alive_at_peak = node_set(g.size());
+    recomputed = node_set(g.size());
+    recomputed_in.assign(out.best.modes.size(), {});
+    std::vector<node_id> pending;  // recomputed for the next backward's stage
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const step s = steps[i];
+      if (s.kind == step_kind::recompute) {
+        recomputed.insert(s.node);
+        pending.push_back(s.node);
+      }
+      if (s.kind == step_kind::backward && !pending.empty()) {
+        std::vector<node_id>& mine = recomputed_in[out.best.stage_of[s.node]];
+        mine.insert(mine.end(), pending.begin(), pending.end());
+        pending.clear();
+      }
+      if (i > out.figures.peak_step) continue;
+      if (s.kind == step_kind::compute || s.kind == step_kind::recompute) alive_at_peak.insert(s.node);
+      if (s.kind == step_kind::free) alive_at_peak.erase(s.node);
+    }
+    for (std::vector<node_id>& in : recomputed_in) std::sort(in.begin(), in.end());
+  };
+  auto share_recompute = [&](std::size_t k) {
+    const std::vector<node_id>& a = recomputed_in[k];
+    const std::vector<node_id>& b = recomputed_in[k + 1];
+    for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
+      if (*i == *j) return true;
+      if (*i < *j) ++i;
+      else ++j;
+    }
+    return false;
+  };
+  note_plan();
   auto score = [&](const simulation& s) { return rank_plan(s, options.goal, options.budget); };
   // Tries `candidate`; keeps it when it ranks better.
   auto attempt = [&](general_plan& candidate) {
-    if (options.time.charge(pass_work(g, 60) + out.figures.recompute_steps * 200)) {
+    if (options.time.charge(pass_work(g, 40) + out.figures.recompute_steps * 90)) {
       out.time_limit_reached = true;
       return false;
     }
     ++out.tries;
-    simulation figures = simulate(g, candidate.steps(g));
+    schedule tried = candidate.steps(g);
+    simulation figures = simulate(g, tried);
     if (!(score(figures) < score(out.figures))) return false;
     out.best = std::move(candidate);
     out.figures = std::move(figures);
+    steps = std::move(tried);
+    note_plan();
     ++out.moves;
     return true;
   };
   for (bool improved = true; improved && !out.time_limit_reached;) {
     improved = false;
     ++out.passes;
+    // A stage of one node runs one backward: both modes recompute the same.
+    std::vector<std::uint32_t> members(out.best.modes.size(), 0);
+    for (node_id v = 0; v < g.size(); ++v)
+      if (!g.is_input(v)) ++members[out.best.stage_of[v]];
     for (std::size_t k = 0; k < out.best.modes.size() && !out.time_limit_reached; ++k) {
+      if (members[k] < 2) continue;
       general_plan c = out.best;
       c.modes[k] = c.modes[k] == stage_recompute::lazy ? stage_recompute::eager : stage_recompute::lazy;
       improved = attempt(c) || improved;
     }
     for (node_id v = 0; v < g.size() && !out.time_limit_reached; ++v) {
       if (g.is_input(v)) continue;
+      const bool kept = out.best.kept.contains(v);
+      if (kept ? !alive_at_peak.contains(v) : !recomputed.contains(v)) continue;
       general_plan c = out.best;
-      c.kept.set(v, !c.kept.contains(v));
+      c.kept.set(v, !kept);
       improved = attempt(c) || improved;
     }
     // Merging stages k and k + 1 (numbered 0..modes.size() - 1): the union is a lower set.
     for (std::size_t k = 0; k + 1 < out.best.modes.size() && !out.time_limit_reached; ++k) {
+      if (!share_recompute(k)) continue;
       general_plan c = out.best;
       for (node_id v = 0; v < g.size(); ++v)
         if (c.stage_of[v] > k) --c.stage_of[v];
@@ -171,11 +251,25 @@ inline solution solve_general_search(const graph& g, const general_search_option
   k.budget = options.budget;
   k.order = options.order;
   k.preserve_gradient_order = options.preserve_gradient_order;
-  k.time = options.time.share(1, 2);
+  k.time = options.time.share(1, 4);
   const solution kept = solve_kept_search(g, k);
-  std::vector<const solution*> seeds;
-  for (const solution* s : {&stages, &kept})
-    if (!s->best.steps.empty()) seeds.push_back(s);
+  struct seed {
+    general_plan start;
+    const char* name;
+  };
+  // The stage per node first: it leads lowest on most models, and takes half.
+  // Where no stage plan meets the budget, kept-search's values start it.
+  std::vector<seed> seeds;
+  if (!stages.best.steps.empty()) {
+    general_plan plan = as_general_plan(g, stages.best);
+    seeds.push_back({with_node_stages(g, plan), "exact's kept values with a stage per node"});
+    seeds.push_back({std::move(plan), "exact's stage plan"});
+  }
+  if (!kept.best.steps.empty()) {
+    general_plan plan = as_general_plan(g, kept.best);
+    if (seeds.empty()) seeds.push_back({with_node_stages(g, plan), "kept-search's kept values with a stage per node"});
+    seeds.push_back({std::move(plan), "kept-search's kept-set plan"});
+  }
   if (seeds.empty()) return stages;  // no plan to start from: exact's answer says why
   std::optional<general_search_result> best;
   std::string from;
@@ -185,14 +279,14 @@ inline solution solve_general_search(const graph& g, const general_search_option
     improve_general_options search;
     search.goal = options.goal;
     search.budget = options.budget;
-    search.time = options.time.share(1, static_cast<std::int64_t>(seeds.size() - i));
-    general_search_result r = improve_general_plan(g, as_general_plan(g, seeds[i]->best), search);
+    search.time = i + 1 < seeds.size() ? options.time.share(1, 2) : options.time;
+    general_search_result r = improve_general_plan(g, std::move(seeds[i].start), search);
     tries += r.tries;
     moves += r.moves;
     stopped = stopped || r.time_limit_reached;
     if (!best || rank_plan(r.figures, options.goal, options.budget) < rank_plan(best->figures, options.goal, options.budget)) {
       best = std::move(r);
-      from = seeds[i] == &stages ? "exact's stage plan" : "kept-search's kept-set plan";
+      from = seeds[i].name;
     }
   }
   plan p;
@@ -215,13 +309,20 @@ inline solution solve_general_search(const graph& g, const general_search_option
           : 0;
   s.message = "a general plan (" + std::to_string(best->best.modes.size()) + " stages, " +
               std::to_string(best->best.kept.count()) + " values kept) from a local search started at " + from +
-              (stages.best.steps.empty() ? std::string()
+              (stages.best.steps.empty() ? "; exact has no stage plan (" + std::string(to_string(stages.status)) + ")"
                : s.figures.peak_bytes < stages.figures.peak_bytes
                    ? "; " + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "% below exact's plan (" +
                          std::string(to_string(stages.status)) + " over stage plans)"
                    : "; no lower than exact's plan (" + std::string(to_string(stages.status)) + " over stage plans)") +
-              (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "") +
-              "; not proven: the lower bound is the per-op floor";
+              (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "");
+  // The floor holds for every schedule, so a plan peaking at it has the least peak of all.
+  if (options.goal == objective::memory && s.figures.peak_bytes == floor) {
+    s.status = solve_status::optimal;
+    s.message += "; least peak proven: it equals the per-op floor, which no schedule goes below (recompute not "
+                 "minimised among least-peak plans)";
+  } else {
+    s.message += "; not proven: the lower bound is the per-op floor";
+  }
   return s;
 }
 
