@@ -18,6 +18,32 @@ namespace remat {
 
 namespace detail {
 
+/// Reachability inside the id range [first, last] as bitsets: row v - first,
+/// `words` words long, holds v's strict descendants in the range
+/// (`descendants`) or its strict ancestors (else); edges leaving the range
+/// are ignored. O((range + edges) · range / 64) time, range² / 8 bytes.
+inline std::vector<std::uint64_t> reach_in_range(const graph& g, std::size_t first, std::size_t last, bool descendants) {
+  const std::size_t range = last - first + 1;
+  const std::size_t words = (range + 63) / 64;
+  std::vector<std::uint64_t> reach(range * words, 0);
+  auto add = [&](std::size_t v, node_id u) {
+    std::uint64_t* mine = &reach[(v - first) * words];
+    mine[(u - first) / 64] |= std::uint64_t{1} << ((u - first) % 64);
+    const std::uint64_t* theirs = &reach[(u - first) * words];
+    for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
+  };
+  if (descendants) {
+    for (std::size_t v = last + 1; v-- > first;)
+      for (node_id s : g.successors(v))
+        if (s <= last) add(v, s);
+  } else {
+    for (std::size_t v = first; v <= last; ++v)
+      for (node_id p : g.predecessors(v))
+        if (p >= first) add(v, p);
+  }
+  return reach;
+}
+
 /// Adds to sums[v], for every v in [first, last], the weight of its strict
 /// descendants with ids in [first, last] (edges leaving the range are
 /// ignored). Reachability is propagated in reverse id order over blocks of
@@ -33,15 +59,9 @@ void add_descendant_sums_in_range(const graph& g, Weight&& weight, std::size_t f
     // Small pieces (every node of a chain is one): plain bitsets, set bits
     // summed one by one, so no table is built per piece. O(range²).
     const std::size_t words = (range + 63) / 64;
-    std::vector<std::uint64_t> reach(range * words, 0);
-    for (std::size_t v = last + 1; v-- > first;) {
-      std::uint64_t* mine = &reach[(v - first) * words];
-      for (node_id s : g.successors(v)) {
-        if (s > last) continue;
-        mine[(s - first) / 64] |= std::uint64_t{1} << ((s - first) % 64);
-        const std::uint64_t* theirs = &reach[(s - first) * words];
-        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
-      }
+    const std::vector<std::uint64_t> reach = reach_in_range(g, first, last, true);
+    for (std::size_t v = first; v <= last; ++v) {
+      const std::uint64_t* mine = &reach[(v - first) * words];
       for (std::size_t w = 0; w < words; ++w)
         for (std::uint64_t word = mine[w]; word != 0; word &= word - 1)
           sums[v] += weight(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
@@ -174,28 +194,11 @@ inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
     const std::size_t range = last - first + 1;
     if (range > max_pending_piece) continue;
     const std::size_t words = (range + 63) / 64;
-    std::vector<std::uint64_t> ancestors(range * words, 0), descendants(range * words, 0);
+    const std::vector<std::uint64_t> ancestors = reach_in_range(g, first, last, false);
+    const std::vector<std::uint64_t> descendants = reach_in_range(g, first, last, true);
     auto bit = [&](const std::vector<std::uint64_t>& sets, std::size_t v, std::size_t u) {
       return (sets[(v - first) * words + (u - first) / 64] >> ((u - first) % 64)) & 1U;
     };
-    for (std::size_t v = first; v <= last; ++v) {
-      std::uint64_t* mine = &ancestors[(v - first) * words];
-      for (node_id p : g.predecessors(v)) {
-        if (p < first || g.is_input(p)) continue;
-        mine[(p - first) / 64] |= std::uint64_t{1} << ((p - first) % 64);
-        const std::uint64_t* theirs = &ancestors[(p - first) * words];
-        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
-      }
-    }
-    for (std::size_t v = last + 1; v-- > first;) {
-      std::uint64_t* mine = &descendants[(v - first) * words];
-      for (node_id s : g.successors(v)) {
-        if (s > last) continue;
-        mine[(s - first) / 64] |= std::uint64_t{1} << ((s - first) % 64);
-        const std::uint64_t* theirs = &descendants[(s - first) * words];
-        for (std::size_t w = 0; w < words; ++w) mine[w] |= theirs[w];
-      }
-    }
     for (std::size_t v = series.pieces[t].first; v <= last; ++v) {
       if (g.is_input(v)) continue;
       for (node_id p : g.predecessors(v)) operand[p] = 1;
@@ -203,7 +206,7 @@ inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
       for (std::size_t w = 0; w < words; ++w)
         for (std::uint64_t word = mine[w]; word != 0; word &= word - 1) {
           const node_id u = static_cast<node_id>(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
-          if (operand[u]) continue;
+          if (operand[u] || g.is_input(u)) continue;  // inputs have no gradient
           for (node_id c : g.successors(u))
             if (c <= last && bit(descendants, v, c)) {
               out[v] += g.bytes(u);
