@@ -229,6 +229,40 @@ struct op_floor {
   std::uint64_t pending_gradients = 0;  ///< other values' gradient buffers that step holds in every schedule
 };
 
+/// What every schedule holds at each node's backward, above the resident
+/// bytes (see per_op_floor), in two parts: `operand_values`, the values of
+/// v's operands its backward reads, and `beside_operands`, the rest
+/// (parameter, output and operand gradients, pending gradients, the backward
+/// workspace and v's own output when its backward reads it). A caller that
+/// counts kept values of earlier nodes adds only the second part.
+struct backward_floor {
+  std::vector<std::uint64_t> beside_operands;
+  std::vector<std::uint64_t> operand_values;
+  std::vector<std::uint64_t> pending;  ///< the part of `beside_operands` that pending_gradients holds
+};
+
+/// Complexity: that of descendant_sums plus pending_gradients'.
+inline backward_floor backward_floors(const graph& g) {
+  const auto later_params = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
+  backward_floor out;
+  out.pending = detail::pending_gradients(g);
+  const std::vector<std::uint64_t>& pending = out.pending;
+  out.beside_operands.assign(g.size(), 0);
+  out.operand_values.assign(g.size(), 0);
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (g.is_input(v)) continue;
+    std::uint64_t held = later_params[v] + g.params(v) + g.bytes(v) + g.backward_workspace(v) + pending[v];
+    if (reads_output(g.reads(v))) held += g.bytes(v);
+    for (node_id p : g.predecessors(v)) {
+      if (g.is_input(p)) continue;
+      held += g.bytes(p);  // its gradient buffer
+      if (reads_inputs(g.reads(v))) out.operand_values[v] += g.bytes(p);
+    }
+    out.beside_operands[v] = held;
+  }
+  return out;
+}
+
 /// Computes the per-op floor. Every schedule runs each node's forward at least
 /// once (operands, output and workspace alive, parameters and inputs resident)
 /// and its backward once, after the backwards of all its descendants, whose
@@ -238,27 +272,20 @@ struct op_floor {
 /// v's ancestors that a descendant of v also consumes (pending_gradients: a
 /// block's input, whose skip connection's backward already ran, during the
 /// block's backward). The floor is the largest of these over all nodes.
-/// Complexity: that of descendant_sums plus pending_gradients'.
+/// Complexity: that of backward_floors.
 inline op_floor per_op_floor(const graph& g) {
   const std::uint64_t resident = g.param_bytes() + g.input_bytes();
-  const auto later_params = descendant_sums(g, [&](std::size_t u) { return g.params(u); });
-  const std::vector<std::uint64_t> pending = detail::pending_gradients(g);
+  const backward_floor at_backward = backward_floors(g);
   op_floor best;
   best.bytes = resident;  // what every step holds, even when nothing is computed
   for (node_id v = 0; v < g.size(); ++v) {
     if (g.is_input(v)) continue;
     std::uint64_t forward = resident + g.bytes(v) + g.workspace(v);
-    std::uint64_t backward =
-        resident + later_params[v] + g.params(v) + g.bytes(v) + g.backward_workspace(v) + pending[v];
-    if (reads_output(g.reads(v))) backward += g.bytes(v);
-    for (node_id p : g.predecessors(v)) {
-      if (g.is_input(p)) continue;
-      forward += g.bytes(p);
-      backward += g.bytes(p);                                // its gradient buffer
-      if (reads_inputs(g.reads(v))) backward += g.bytes(p);  // its value
-    }
+    for (node_id p : g.predecessors(v))
+      if (!g.is_input(p)) forward += g.bytes(p);
+    const std::uint64_t backward = resident + at_backward.beside_operands[v] + at_backward.operand_values[v];
     if (forward > best.bytes) best = {forward, v, false, 0};
-    if (backward > best.bytes) best = {backward, v, true, pending[v]};
+    if (backward > best.bytes) best = {backward, v, true, at_backward.pending[v]};
   }
   return best;
 }

@@ -27,8 +27,11 @@
 /// * `exact`: all lower sets, generated on demand by reverse search from each
 ///   state, pruned by bounds that only grow as a stage grows (the bytes of
 ///   recomputed values read by a backward, the kept bytes not yet released,
-///   the forward peak; and for the time objective the recompute time). States
-///   are keyed by (piece, lower set of the piece) using decompose_series.
+///   the forward peak; and for the time objective the recompute time); a
+///   stage whose backward already starts above the bound is not evaluated,
+///   and a state no plan can finish from within it is not expanded
+///   (stage_graph.hpp). States are keyed by (piece, lower set of the piece)
+///   using decompose_series.
 ///   A stage across whole pieces costs O(1) once the head of its source and
 ///   the tail of its target are known (stage_evaluator), a stage within a few
 ///   pieces O(|stage| + edges at it), and its target state is found by a
@@ -121,6 +124,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
       spent.lower_sets += c.stats.lower_sets;
       spent.transitions += c.stats.transitions;
       spent.pruned += c.stats.pruned;
+      spent.skipped += c.stats.skipped;
       spent.seconds += c.stats.seconds;
       if (c.complete && c.result.status == solve_status::optimal) upper = c.result.claimed_peak;
     };
@@ -132,11 +136,13 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
       spent.lower_sets += r.stats.lower_sets;
       spent.transitions += r.stats.transitions;
       spent.pruned += r.stats.pruned;
+      spent.skipped += r.stats.skipped;
       if (r.result.status != solve_status::infeasible || !r.complete) {
         const double seconds = spent.seconds + r.stats.seconds;
         r.stats.lower_sets = spent.lower_sets;
         r.stats.transitions = spent.transitions;
         r.stats.pruned = spent.pruned;
+        r.stats.skipped = spent.skipped;
         r.stats.seconds = seconds;
         r.result.stats = r.stats.named();
         return r;

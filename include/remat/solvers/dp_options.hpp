@@ -24,6 +24,7 @@ struct dp_stats {
   std::uint64_t transitions = 0;
   std::uint64_t labels = 0;
   std::uint64_t pruned = 0;
+  std::uint64_t skipped = 0;  ///< stages whose backward's start already exceeded the bound, not evaluated
   double seconds = 0;
   bool cap_reached = false;
   bool time_limit_reached = false;
@@ -39,7 +40,7 @@ struct dp_stats {
     s.seconds = seconds;
     s.cap_reached = cap_reached;
     s.time_limit_reached = time_limit_reached;
-    s.counts = {{"lower sets", lower_sets}, {"stages evaluated", transitions}, {"labels", labels}};
+    s.counts = {{"lower sets", lower_sets}, {"stages evaluated", transitions}, {"stages skipped", skipped}, {"labels", labels}};
     return s;
   }
 };
@@ -52,7 +53,7 @@ struct dp_options {
   /// plans above it are not explored (an upper bound speeds the search).
   std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t max_states = std::uint64_t{1} << 22;
-  std::uint64_t max_transitions = std::uint64_t{1} << 32;
+  std::uint64_t max_transitions = std::uint64_t{1} << 32;  ///< stages evaluated or skipped
   time_budget time;
   /// Keep the whole Pareto front of (peak, recompute) at the end (pareto.hpp).
   bool keep_frontier = false;

@@ -28,6 +28,7 @@
 #include <vector>
 
 
+#include <remat/analysis/bounds.hpp>
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/detail/block_vector.hpp>
 #include <remat/graph/graph.hpp>
@@ -69,6 +70,14 @@ class stage_graph {
     }
     resident_ = g.param_bytes() + g.input_bytes();
     buckets_.resize(total_computed_ + 1);
+    backward_ = backward_floors(g);
+    rest_from_piece_.assign(pieces_.pieces.size() + 1, 0);
+    for (std::size_t k = pieces_.pieces.size(); k-- > 0;) {
+      std::uint64_t most = rest_from_piece_[k + 1];
+      for (node_id v = pieces_.pieces[k].first; v <= pieces_.pieces[k].last; ++v)
+        most = std::max(most, backward_.beside_operands[v] + backward_.operand_values[v]);
+      rest_from_piece_[k] = most;
+    }
   }
 
   /// Phase 1: creates the lower sets reachable with every stage within
@@ -86,6 +95,11 @@ class stage_graph {
       for (std::size_t k = 0; k < buckets_[size].size(); ++k) {
         const std::uint32_t s = buckets_[size][k];
         if (min_kept_[s] == unreachable) continue;
+        // Only the start can fail here: every other state was reached by a stage that passed.
+        if (cannot_finish(s, min_kept_[s])) {
+          ++stats_.pruned;
+          continue;
+        }
         const bool ok = family == dp_family::principal ? expand_principal(s, principal)
                                                        : expand_walk(s, family == dp_family::prefix);
         if (!ok) return false;
@@ -119,6 +133,11 @@ class stage_graph {
     std::uint32_t count = 0;  // members in `piece`
     std::uint64_t params_in = 0;
     std::vector<node_id> frontier;
+  };
+  // What every plan through a state holds at some later backward (cannot_finish).
+  struct finish_floor {
+    std::uint64_t rest = 0;     // the most backward_floors holds at a node outside L_s (0: none)
+    std::uint64_t leaving = 0;  // kept values of L_s whose consumers are all outside it
   };
   struct transition {
     std::uint32_t from, to;
@@ -167,7 +186,7 @@ class stage_graph {
   }
 
   bool out_of_budget() {
-    if (states_.size() > options_.max_states || stats_.transitions > options_.max_transitions) {
+    if (states_.size() > options_.max_states || stats_.transitions + stats_.skipped > options_.max_transitions) {
       stats_.cap_reached = true;
       return true;
     }
@@ -217,6 +236,7 @@ class stage_graph {
     buckets_[cardinality(st)].push_back(id);
     states_.push_back(std::move(st));
     min_kept_.push_back(unreachable);
+    finish_floors_.push_back(floor_after(states_.back()));
     auto [slot, fresh] = index_.try_emplace(key, id);
     same_key_next_.push_back(fresh ? npos : slot->second);
     slot->second = id;
@@ -288,8 +308,43 @@ class stage_graph {
     const std::uint64_t kept = min_kept_[from];
     if (kept + cost.peak > bound_) return;
     const std::uint32_t to = known != npos ? known : find_target(from, stage, stage_key);
+    if (cannot_finish(to, kept + cost.kept_added)) return;
     transitions_.push_back({from, to, cost.kept_added, cost.peak, cost.recompute});
     min_kept_[to] = std::min(min_kept_[to], kept + cost.kept_added);
+  }
+
+  // Whether no plan that reaches s holding `kept` bytes fits the bound.
+  // Every kept value of L_s with a consumer in L_s lives through the later
+  // stages, whose backwards come first; so does every value L_s keeps for
+  // later stages, until its consumers' backwards, except those whose
+  // consumers are all outside L_s (`leaving`). So at the backward of any node
+  // v outside L_s every plan holds the resident bytes, the kept bytes less
+  // those, and what backward_floors says v's backward holds besides values of
+  // L_s (which may be kept).
+  bool cannot_finish(std::uint32_t s, std::uint64_t kept) const {
+    const finish_floor& f = finish_floors_[s];
+    return f.rest > 0 && kept - std::min(f.leaving, kept) + resident_ + f.rest > bound_;
+  }
+
+  finish_floor floor_after(const state& st) const {
+    const auto& pc = pieces_.pieces[st.piece];
+    finish_floor out;
+    out.rest = rest_from_piece_[st.piece + 1];
+    for (node_id v = pc.first; v <= pc.last; ++v) {
+      if (g_.is_input(v) || st.local.contains(v - pc.first)) continue;
+      std::uint64_t held = backward_.beside_operands[v];
+      if (reads_inputs(g_.reads(v)))
+        for (node_id p : g_.predecessors(v))
+          if (!g_.is_input(p) && !in_state(st, p)) held += g_.bytes(p);
+      out.rest = std::max(out.rest, held);
+    }
+    for (node_id u : st.frontier) {
+      if (reads_output(g_.reads(u))) continue;
+      const auto consumers = g_.successors(u);
+      if (std::none_of(consumers.begin(), consumers.end(), [&](node_id c) { return in_state(st, c); }))
+        out.leaving += g_.bytes(u);
+    }
+    return out;
   }
 
   // Reverse search over the supersets of a state (or only the next prefix).
@@ -313,8 +368,24 @@ class stage_graph {
     std::uint64_t released = 0;
     for (node_id u : frontier)
       if (released_at_start(u, in_base)) released += g_.bytes(u);
+    // What the stage's backward holds when it starts (stage_evaluator's
+    // stage_node_start and frontier_start), less the kept bytes of L and the
+    // stage's parameters: resident bytes, later parameter gradients, gradient
+    // buffers of nodes with a consumer outside L ∪ V, kept stage values that
+    // live into the backward. Not monotone in V, so it skips evaluations, not
+    // subtrees.
+    std::uint64_t held = resident_ + (g_.param_bytes() - params_in), params_in_stage = 0;
+    for (node_id u : frontier) held += g_.bytes(u);
+    auto start_of = [&](node_id v, std::uint32_t consumers_outside) -> std::uint64_t {
+      const std::size_t consumers = g_.successors(v).size();
+      const bool reads_own = reads_output(g_.reads(v));
+      const bool kept = consumers_outside > 0 || (consumers == 0 && reads_own);
+      std::uint64_t bytes = consumers_outside > 0 ? g_.bytes(v) : 0;  // its gradient buffer
+      if (kept && (reads_own || consumers_outside < consumers)) bytes += g_.bytes(v);
+      return bytes;
+    };
     struct undo_entry {
-      std::uint64_t released, read_dropped, forward, live;
+      std::uint64_t released, read_dropped, forward, live, held, params_in_stage;
       double read_dropped_time;
     };
     std::vector<node_id> stage;
@@ -340,21 +411,26 @@ class stage_graph {
     bool ok = true;
     auto enter = [&](node_id a) {
       const bool in_order = !prefix_only || a == (stage.empty() ? next_prefix : next_after(stage.back()));
-      undo.push_back({released, read_dropped, forward, live, read_dropped_time});
+      undo.push_back({released, read_dropped, forward, live, held, params_in_stage, read_dropped_time});
       stage.push_back(a);
       stage_key ^= key_of_[a];
+      params_in_stage += g_.params(a);
       // forward, incrementally: a is the largest node of the stage
       forward = std::max(forward, live + g_.bytes(a) + g_.workspace(a));
       live += g_.bytes(a);
       outside[a] = static_cast<std::uint32_t>(g_.successors(a).size());
+      held += start_of(a, outside[a]);
       const bool a_kept = !g_.successors(a).empty() || reads_output(g_.reads(a));
       for (node_id p : g_.predecessors(a)) {
         if (g_.is_input(p)) continue;
         if (in_base(p)) {
           // p was counted as released (no consumer in L) until its first consumer joins the stage.
           if (stage_consumers[p]++ == 0 && released_at_start(p, in_base)) released -= g_.bytes(p);
+          // its gradient buffer waits for no consumer outside L ∪ V any more
+          if (base_consumers_[p] + stage_consumers[p] == g_.successors(p).size()) held -= g_.bytes(p);
           continue;
         }
+        held = held - start_of(p, outside[p]) + start_of(p, outside[p] - 1);
         if (--outside[p] == 0) {  // p stops being kept: it dies after a, and becomes recomputed if read
           live -= g_.bytes(p);
           if (g_.read_by_backward(p)) {
@@ -370,6 +446,13 @@ class stage_graph {
         ++stats_.pruned;
         return false;  // the walker calls leave(a), which restores
       }
+      // The backward holds what it started with and every dropped value it
+      // reads once the recomputation ends.
+      if (min_kept + held - params_in_stage + read_dropped - released > bound_) {
+        ++stats_.skipped;
+        if (out_of_budget()) ok = false;  // a long run of skips still meets the caps and limits
+        return true;
+      }
       // Existing targets let the evaluator reuse the tails of long stages.
       const std::uint32_t known = existing_target(s, stage, stage_key);
       const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in, &counts, s, known);
@@ -379,6 +462,8 @@ class stage_graph {
     };
     auto leave = [&](node_id a) {
       stage_key ^= key_of_[a];
+      held = undo.back().held;
+      params_in_stage = undo.back().params_in_stage;
       restore(a, in_base, stage, undo, released, read_dropped, forward, live, read_dropped_time);
     };
     const node_id limit = static_cast<node_id>(g_.size() - 1);
@@ -501,6 +586,8 @@ class stage_graph {
 
   const graph& g_;
   dp_options options_;
+  backward_floor backward_;
+  std::vector<std::uint64_t> rest_from_piece_;  // per piece: the most backward_floors holds at a node from it on
   series_decomposition pieces_;
   precedence constraints_;
   stage_evaluator evaluator_;
@@ -516,6 +603,7 @@ class stage_graph {
   std::vector<std::uint32_t> same_key_next_;                // the state before it with the same key
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<std::uint64_t> min_kept_;
+  std::vector<finish_floor> finish_floors_;  // per state
   block_vector<transition> transitions_;
   std::uint64_t bound_ = unreachable;
   std::vector<std::uint32_t> outside_;
