@@ -15,7 +15,8 @@
 // bench/gpu-results runs this and the PyTorch baseline and writes
 // docs/results-gpu.md. Without a device it prints why and exits 77 (SKIP).
 //
-//   build-release/bench/bench_cuda [--steps=20] [--warmup=3] [--benchmark_filter=gpu_step/resnet50/]
+//   build-release/bench/bench_cuda [--steps=20] [--warmup=3] [--algorithms=heuristic|measured]
+//                                  [--benchmark_filter=gpu_step/resnet50/]
 
 #include <benchmark/benchmark.h>
 
@@ -39,6 +40,8 @@ namespace {
 
 int timed_steps = 20;
 int warmup_steps = 3;
+// --algorithms=measured: cuDNN times its candidates (torch.backends.cudnn.benchmark).
+auto algorithm_search = remat::cuda::model_options::search::heuristic;
 
 // The plan and what the solver says of it.
 std::pair<remat::plan, std::string> plan_for(const remat::graph& g, const std::string& method) {
@@ -54,6 +57,7 @@ void gpu_step(benchmark::State& state, const std::string& model, const std::stri
   const auto [p, what] = plan_for(g, method);
   remat::cuda::model_options options;
   options.tf32 = true;  // torch.backends.cudnn.allow_tf32's default
+  options.algorithm_search = algorithm_search;
   remat::cuda::model<float> m(g, 1, options);
   m.randomize_inputs(1);
   remat::cuda::executor<float> e(m, p.steps);
@@ -93,13 +97,15 @@ void gpu_step(benchmark::State& state, const std::string& model, const std::stri
   state.SetLabel(what + ", " + std::to_string(p.steps.size()) + " steps");
 }
 
-// Takes --steps=N and --warmup=N out of argv, leaving Google Benchmark's flags.
+// Takes --steps=N, --warmup=N and --algorithms=heuristic|measured out of argv, leaving Google Benchmark's flags.
 void take_own_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg.starts_with("--steps=")) timed_steps = std::max(1, std::atoi(argv[i] + 8));
     else if (arg.starts_with("--warmup=")) warmup_steps = std::max(0, std::atoi(argv[i] + 9));
+    else if (arg == "--algorithms=measured") algorithm_search = remat::cuda::model_options::search::measured;
+    else if (arg == "--algorithms=heuristic") algorithm_search = remat::cuda::model_options::search::heuristic;
     else argv[kept++] = argv[i];
   }
   argc = kept;
@@ -121,6 +127,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("cudnn", std::to_string(remat::cuda::cudnn_version()));
   benchmark::AddCustomContext("cublas", std::to_string(remat::cuda::cublas_version()));
   benchmark::AddCustomContext("steps", std::to_string(timed_steps) + " timed after " + std::to_string(warmup_steps));
+  benchmark::AddCustomContext("algorithms", algorithm_search == remat::cuda::model_options::search::measured
+                                                ? "measured"
+                                                : "heuristic");
   for (const remat::zoo::model_info& info : remat::zoo::models())
     for (const char* method : {"none", "exact"})
       benchmark::RegisterBenchmark(("gpu_step/" + info.name + "/" + method).c_str(), gpu_step, info.name,

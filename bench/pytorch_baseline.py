@@ -16,6 +16,13 @@ darts-cifar10), which torchvision lacks, are measured. PyTorch's defaults are
 kept: cuDNN heuristics (cudnn.benchmark off), TF32 allowed for convolutions,
 not for matrix products.
 
+--compile runs the same step with the model's forward and loss compiled by
+torch.compile (Inductor; the optimizer stays eager), and --memory-budget B
+sets torch._functorch.config.activation_memory_budget to B for it (1.0 is
+PyTorch's default: save what the partitioner would; lower budgets make it
+recompute). Compilation happens in the warm-up steps, of which there are then
+at least two.
+
 U-Net and PSPNet, which torchvision lacks too, are measured the same way;
 their PyTorch modules below (UNet, PSPNet) are what --check holds the zoo's
 graphs to.
@@ -29,6 +36,7 @@ without PyTorch.
 
   python3 bench/pytorch_baseline.py --model resnet50 --batch 64 --image 224 224 --json out.json
   python3 bench/pytorch_baseline.py --graph darts.json --json out.json
+  python3 bench/pytorch_baseline.py --model resnet50 --compile --memory-budget 0.5 --json out.json
   python3 bench/pytorch_baseline.py --check --remat build/examples/remat
 """
 import argparse
@@ -288,6 +296,13 @@ def measure(args):
         name, batch, image = args.model, args.batch, args.image
         step_loss = lambda: loss_of_torchvision(model, x, labels)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    warmup = args.warmup
+    if args.compile:
+        import torch._functorch.config as functorch_config
+        if args.memory_budget is not None:
+            functorch_config.activation_memory_budget = args.memory_budget
+        step_loss = torch.compile(step_loss)
+        warmup = max(warmup, 2)  # the first call compiles; the second runs what was compiled
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -296,7 +311,7 @@ def measure(args):
         optimizer.step()
         return loss
 
-    for _ in range(args.warmup):
+    for _ in range(warmup):
         step()
     torch.cuda.synchronize()
     resident = torch.cuda.memory_allocated()
@@ -321,7 +336,9 @@ def measure(args):
         "mean_ms": statistics.fmean(times),
         "times_ms": times,
         "steps": args.steps,
-        "warmup": args.warmup,
+        "warmup": warmup,
+        "compiled": args.compile,
+        "activation_memory_budget": functorch_config.activation_memory_budget if args.compile else None,
         "loss": float(loss),
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
@@ -407,6 +424,8 @@ def main():
     p.add_argument("--steps", type=int, default=20, help="timed steps")
     p.add_argument("--warmup", type=int, default=3, help="steps before timing")
     p.add_argument("--json", help="write the result here (standard output otherwise)")
+    p.add_argument("--compile", action="store_true", help="compile the forward and loss with torch.compile")
+    p.add_argument("--memory-budget", type=float, help="activation_memory_budget for --compile, in (0, 1]")
     p.add_argument("--check", action="store_true", help="check GraphNet against torchvision on the CPU")
     p.add_argument("--remat", default="build/examples/remat", help="the remat CLI, for --check")
     args = p.parse_args()
@@ -414,6 +433,8 @@ def main():
         return check(args.remat)
     if bool(args.model) == bool(args.graph):
         p.error("give exactly one of --model and --graph")
+    if args.memory_budget is not None and not (args.compile and 0 < args.memory_budget <= 1):
+        p.error("--memory-budget takes a value in (0, 1], with --compile")
     if not torch.cuda.is_available():
         sys.exit("pytorch_baseline.py: PyTorch sees no CUDA device")
     result = json.dumps(measure(args), indent=1)

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ std::vector<std::pair<std::string, ops::op_info>> pooling_ops() {
   made("max 3/2 pad 1 ceil", ops::op_kind::max_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
   made("max 3/1 dilation 2", ops::op_kind::max_pool, {1, 2, 7, 9, 3, 5, 3, 3, 1, 1, 0, 0, 2, 2, true});
   made("max 2x3 stride (2,3) pad (1,1)", ops::op_kind::max_pool, {1, 2, 7, 9, 4, 4, 2, 3, 2, 3, 1, 1, 1, 1, true});
+  // Maps larger than one tile of the tiled max-pool backward (at most 32 wide, 512 inputs).
+  made("max 3/2 pad 1, 37x70", ops::op_kind::max_pool, {1, 2, 37, 70, 19, 35, 3, 3, 2, 2, 1, 1, 1, 1, true});
+  made("max 3/1 dilation 2, 33x41", ops::op_kind::max_pool, {1, 2, 33, 41, 29, 37, 3, 3, 1, 1, 0, 0, 2, 2, true});
+  made("max 2/2, 64x66", ops::op_kind::max_pool, {2, 1, 64, 66, 32, 33, 2, 2, 2, 2, 0, 0, 1, 1, true});
+  made("max 2x3 stride (2,3) pad (1,1), 20x50", ops::op_kind::max_pool,
+       {1, 2, 20, 50, 11, 17, 2, 3, 2, 3, 1, 1, 1, 1, true});
   made("avg 3/2 pad 1 include pad", ops::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, true});
   made("avg 3/2 pad 1 exclude pad ceil", ops::op_kind::avg_pool, {2, 3, 7, 9, 4, 5, 3, 3, 2, 2, 1, 1, 1, 1, false});
   made("avg 5/3 ceil", ops::op_kind::avg_pool, {1, 2, 7, 9, 2, 3, 5, 5, 3, 3, 0, 0, 1, 1, true});
@@ -115,6 +122,24 @@ TEST_CASE("the linear layer's cuBLAS GEMM shapes compute the CPU kernels' produc
   check_close(column_major_gemm(el::linear_input_gradient(rows, in, out), w, dy), dx);
 }
 
+TEST_CASE("the fast divider's quotients and remainders are exact below 2^31") {
+  std::mt19937_64 random(7);
+  std::vector<std::uint32_t> divisors{1, 2, 3, 7, 49, 64, 196, 784, 3136, 12544, 50176, 1000003, (1u << 31) - 1, 1u << 30};
+  for (int k = 0; k < 200; ++k) divisors.push_back(static_cast<std::uint32_t>(random() % ((1u << 31) - 1)) + 1);
+  for (const std::uint32_t d : divisors) {
+    CAPTURE(d);
+    const el::fast_divider f(d);
+    std::vector<std::uint32_t> numerators{0, 1, d - 1, d, (1u << 31) - 1, (1u << 31) - 2};
+    if (d < (1u << 30)) numerators.push_back(2 * d - 1), numerators.push_back(2 * d);
+    for (int k = 0; k < 2000; ++k) numerators.push_back(static_cast<std::uint32_t>(random() % (1u << 31)));
+    for (const std::uint32_t n : numerators) {
+      if (n >= (1u << 31)) continue;
+      REQUIRE(f.quotient(n) == n / d);
+      REQUIRE(f.remainder(n) == n % d);
+    }
+  }
+}
+
 TEST_CASE("pooling bodies give the CPU kernels' values and gradients bit for bit") {
   int checked = 0;
   for (const auto& [name, o] : pooling_ops()) {
@@ -132,6 +157,38 @@ TEST_CASE("pooling bodies give the CPU kernels' values and gradients bit for bit
           for (std::size_t i = 0; i < y_gpu.size(); ++i) y_gpu[i] = el::max_pool_forward(g, x.data(), static_cast<std::int64_t>(i));
           for (std::size_t i = 0; i < dx_gpu.size(); ++i)
             dx_gpu[i] = el::max_pool_backward(g, x.data(), dy.data(), static_cast<std::int64_t>(i));
+          {  // The tiled kernels' two phases, a tile at a time: every input written once, the same bits.
+            REQUIRE(el::pool_tiles::fits(g));
+            const el::pool_tiles tiles(g);
+            const el::pool_dims<int> d(g);
+            std::vector<float> dx_tiled(dx_cpu.size(), std::numeric_limits<float>::quiet_NaN());
+            std::vector<int> writes(dx_cpu.size(), 0);
+            for (std::int64_t b = 0; b < g.n * g.c * tiles.per_plane(); ++b) {
+              const el::pool_tile t(d, tiles, b);
+              REQUIRE(t.windows() <= tiles.wy * tiles.wx);
+              REQUIRE(t.height() <= tiles.th);
+              REQUIRE(t.width() <= tiles.tw);
+              std::vector<int> argmax(static_cast<std::size_t>(t.windows()));
+              for (int k = 0; k < t.windows(); ++k) argmax[static_cast<std::size_t>(k)] = t.argmax(d, x.data(), k);
+              for (int r = 0; r < t.height(); ++r)
+                for (int c = 0; c < t.width(); ++c) {
+                  const auto in = static_cast<std::size_t>(t.input(d, r, c));
+                  dx_tiled[in] = t.gather(d, dy.data(), r, c, t.row_span(d, r), t.column_span(d, c), argmax.data());
+                  ++writes[in];
+                }
+            }
+            CHECK(std::all_of(writes.begin(), writes.end(), [](int w) { return w == 1; }));
+            CHECK(same_bits(dx_tiled, dx_cpu));
+            // The 32-bit forward's argmax is the CPU's too.
+            std::vector<float> y_32(y_cpu.size());
+            for (std::int64_t i = 0; i < static_cast<std::int64_t>(y_32.size()); ++i) {
+              const std::int64_t plane = i / (g.oh * g.ow), at = i % (g.oh * g.ow);
+              const float* xp = x.data() + plane * g.h * g.w;
+              const int best = ops::argmax_in_window(d, xp, static_cast<int>(at / g.ow), static_cast<int>(at % g.ow));
+              y_32[static_cast<std::size_t>(i)] = best < 0 ? -std::numeric_limits<float>::infinity() : xp[best];
+            }
+            CHECK(same_bits(y_32, y_cpu));
+          }
           break;
         case ops::op_kind::avg_pool:
           cpu::avg_pool_forward(g, x.data(), y_cpu.data());

@@ -241,31 +241,61 @@ TEST_CASE("every reduced zoo network trains on the GPU as on the CPU, within flo
   // The float64 CPU step is the reference. The GPU's float32 error may be at
   // most 16 times the CPU float32 runtime's own (how ill-conditioned the
   // network is), and never needs to be below 1e-5 relative.
-  std::printf("%-10s %14s %14s %12s\n", "model", "loss gpu", "loss cpu", "worst ratio");
+  std::printf("%-10s %-13s %14s %14s %12s\n", "model", "algorithms", "loss gpu", "loss cpu", "worst ratio");
   for (const std::string& family : test::reduced_families()) {
     CAPTURE(family);
     const graph g = test::reduced_model(family);
     const schedule steps = plan_none(g).steps;
     const outcome exact = cpu_step<double>(g, steps), cpu32 = cpu_step<float>(g, steps);
-    const outcome gpu = gpu_step(g, steps, deterministic());
-    auto allowed = [](double cpu_error) { return std::max(16 * cpu_error, 1e-5); };
-    CHECK(std::abs(gpu.loss - exact.loss) <= allowed(std::abs(cpu32.loss - exact.loss)) * std::abs(exact.loss));
-    double worst = 0;
-    for (node_id v = 0; v < g.size(); ++v) {
-      CAPTURE(g.node_name(v));
-      auto against = [&](const std::vector<std::vector<float>> outcome::*field) {
-        const double mine = relative_error((gpu.*field)[v], (exact.*field)[v]);
-        const double cpus = relative_error((cpu32.*field)[v], (exact.*field)[v]);
-        CHECK(mine <= allowed(cpus));
-        worst = std::max(worst, mine / allowed(cpus));
-      };
-      against(&outcome::gradients);
-      against(&outcome::parameters);
-      against(&outcome::running_mean);
-      against(&outcome::running_var);
+    // Deterministic algorithms by cuDNN's heuristics, and (FMA math) the fastest candidates cuDNN measured.
+    cuda::model_options measured;
+    measured.algorithm_search = cuda::model_options::search::measured;
+    for (const cuda::model_options& options : {deterministic(), measured}) {
+      const outcome gpu = gpu_step(g, steps, options);
+      auto allowed = [](double cpu_error) { return std::max(16 * cpu_error, 1e-5); };
+      CHECK(std::abs(gpu.loss - exact.loss) <= allowed(std::abs(cpu32.loss - exact.loss)) * std::abs(exact.loss));
+      double worst = 0;
+      for (node_id v = 0; v < g.size(); ++v) {
+        CAPTURE(g.node_name(v));
+        auto against = [&](const std::vector<std::vector<float>> outcome::*field) {
+          const double mine = relative_error((gpu.*field)[v], (exact.*field)[v]);
+          const double cpus = relative_error((cpu32.*field)[v], (exact.*field)[v]);
+          CHECK(mine <= allowed(cpus));
+          worst = std::max(worst, mine / allowed(cpus));
+        };
+        against(&outcome::gradients);
+        against(&outcome::parameters);
+        against(&outcome::running_mean);
+        against(&outcome::running_var);
+      }
+      std::printf("%-10s %-13s %14.9f %14.9f %12.3f\n", family.c_str(),
+                  options.deterministic ? "deterministic" : "measured", gpu.loss, cpu32.loss, worst);
     }
-    std::printf("%-10s %14.9f %14.9f %12.3f\n", family.c_str(), gpu.loss, cpu32.loss, worst);
   }
+}
+
+TEST_CASE("measured algorithm search: suitable algorithms, measured once per convolution and process") {
+  // Two models of one network: the second takes the first's measured choice.
+  const graph g = test::reduced_model("resnet");
+  cuda::model_options o;
+  o.algorithm_search = cuda::model_options::search::measured;
+  const cuda::model<float> first(g, model_seed, o), second(g, model_seed, o);
+  std::size_t convolutions = 0;
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (first.ops()[v].kind != ops::op_kind::conv2d) continue;
+    CAPTURE(g.node_name(v));
+    const cuda::convolution_algorithms a = first.algorithms(v), b = second.algorithms(v);
+    CHECK(a.forward >= 0);
+    CHECK(a.backward_data >= 0);
+    CHECK(a.backward_filter >= 0);
+    CHECK(a.forward == b.forward);
+    CHECK(a.backward_data == b.backward_data);
+    CHECK(a.backward_filter == b.backward_filter);
+    CHECK(std::max({a.forward_workspace, a.backward_data_workspace, a.backward_filter_workspace}) <=
+          o.workspace_limit);
+    ++convolutions;
+  }
+  CHECK(convolutions > 0);
 }
 
 TEST_CASE("deterministic mode: every plan method gives regular training bit for bit and the simulated bytes") {

@@ -39,6 +39,26 @@ REMAT_HOST_DEVICE constexpr int64_t ceil_div(int64_t a, int64_t b) noexcept {
   return a <= 0 ? -((-a) / b) : (a + b - 1) / b;
 }
 
+/// floor(n / d) for 0 ≤ n < 2^31 by a multiply-high, an add and a shift
+/// (round-up magic numbers: m = ⌊2^32·(2^s − d)/d⌋ + 1, s = ⌈log2 d⌉), so
+/// per-element channel arithmetic costs a few instructions, not a division.
+struct fast_divider {
+  std::uint32_t d = 1, magic = 1, shift = 0;
+  explicit fast_divider(std::uint32_t divisor) noexcept : d(divisor) {  // divisor ≥ 1
+    while ((std::uint64_t{1} << shift) < d) ++shift;
+    magic = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) * ((std::uint64_t{1} << shift) - d)) / d + 1);
+  }
+  REMAT_HOST_DEVICE std::uint32_t quotient(std::uint32_t n) const noexcept {
+#ifdef __CUDA_ARCH__
+    const std::uint32_t high = __umulhi(n, magic);
+#else
+    const auto high = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * magic) >> 32);
+#endif
+    return (high + n) >> shift;
+  }
+  REMAT_HOST_DEVICE std::uint32_t remainder(std::uint32_t n) const noexcept { return n - quotient(n) * d; }
+};
+
 // ---- elementwise --------------------------------------------------------------
 
 template <class T>
@@ -76,28 +96,142 @@ REMAT_HOST_DEVICE T max_pool_forward(const ops::pool_geometry& g, const T* x, in
   return at < 0 ? -std::numeric_limits<T>::infinity() : xp[at];
 }
 
-/// dx of input element `in`: dy of every window whose argmax it is, in
-/// increasing output order.
-template <class T>
-REMAT_HOST_DEVICE T max_pool_backward(const ops::pool_geometry& g, const T* x, const T* dy, int64_t in) noexcept {
-  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
-  const T* xp = x + plane * g.h * g.w;
-  const T* dyp = dy + plane * g.oh * g.ow;
-  // Windows whose taps can reach (iy, ix): oy·sh − ph + ki·dh = iy for a ki in [0, kh).
-  const int64_t oy_lo = ceil_div(iy + g.ph - (g.kh - 1) * g.dh, g.sh), oy_hi = (iy + g.ph) / g.sh;
-  const int64_t ox_lo = ceil_div(ix + g.pw - (g.kw - 1) * g.dw, g.sw), ox_hi = (ix + g.pw) / g.sw;
+/// A pooling geometry's plane extents in index type I: int64_t in general,
+/// int where a plane fits (the tiled max-pool backward), so that index
+/// arithmetic stays 32-bit.
+template <class I>
+struct pool_dims {
+  I h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  REMAT_HOST_DEVICE explicit pool_dims(const ops::pool_geometry& g) noexcept
+      : h(I(g.h)), w(I(g.w)), oh(I(g.oh)), ow(I(g.ow)), kh(I(g.kh)), kw(I(g.kw)), sh(I(g.sh)), sw(I(g.sw)),
+        ph(I(g.ph)), pw(I(g.pw)), dh(I(g.dh)), dw(I(g.dw)) {}
+};
+
+/// Windows [first, first + count) along one axis.
+template <class I>
+struct window_span {
+  I first = 0, count = 0;
+};
+
+/// The windows along one axis of `out` whose taps (kernel k, stride s,
+/// padding p, dilation d) can reach an input in [lo, hi].
+template <class I>
+REMAT_HOST_DEVICE window_span<I> windows_reaching(I lo, I hi, I k, I s, I p, I d, I out) noexcept {
+  const I num = lo + p - (k - 1) * d;
+  I first = num <= 0 ? -((-num) / s) : (num + s - 1) / s, last = (hi + p) / s;
+  first = first < 0 ? 0 : first;
+  last = last < out ? last : out - 1;
+  return {first, last < first ? I(0) : last - first + 1};
+}
+
+/// dx at (iy, ix) of a plane whose dy is `dyp`: dy of every window of ry ×
+/// rx (the windows reaching it, windows_reaching) whose argmax it is, in
+/// increasing output order. `argmax(oy, ox)`: a window's argmax in the plane.
+template <class I, class T, class Argmax>
+REMAT_HOST_DEVICE T max_pool_gather_at(const pool_dims<I>& g, const T* dyp, I iy, I ix, window_span<I> ry,
+                                       window_span<I> rx, Argmax argmax) noexcept {
   T sum = T(0);
-  for (int64_t oy = oy_lo < 0 ? 0 : oy_lo; oy <= oy_hi && oy < g.oh; ++oy) {
-    const int64_t ty = iy + g.ph - oy * g.sh;
-    if (ty % g.dh != 0 || ty / g.dh >= g.kh) continue;
-    for (int64_t ox = ox_lo < 0 ? 0 : ox_lo; ox <= ox_hi && ox < g.ow; ++ox) {
-      const int64_t tx = ix + g.pw - ox * g.sw;
-      if (tx % g.dw != 0 || tx / g.dw >= g.kw) continue;
-      if (ops::argmax_in_window(g, xp, oy, ox) == iy * g.w + ix) sum += dyp[oy * g.ow + ox];
+  for (I oy = ry.first; oy < ry.first + ry.count; ++oy) {
+    // Without dilation every window of the span has a tap on the input; with it, some step over it.
+    if (g.dh != 1) {
+      const I ty = iy + g.ph - oy * g.sh;
+      if (ty % g.dh != 0 || ty / g.dh >= g.kh) continue;
+    }
+    for (I ox = rx.first; ox < rx.first + rx.count; ++ox) {
+      if (g.dw != 1) {
+        const I tx = ix + g.pw - ox * g.sw;
+        if (tx % g.dw != 0 || tx / g.dw >= g.kw) continue;
+      }
+      if (argmax(oy, ox) == iy * g.w + ix) sum += dyp[oy * g.ow + ox];
     }
   }
   return sum;
 }
+
+/// dx of input element `in` (flat), every argmax recomputed from x.
+template <class T>
+REMAT_HOST_DEVICE T max_pool_backward(const ops::pool_geometry& geometry, const T* x, const T* dy,
+                                      int64_t in) noexcept {
+  const pool_dims<int64_t> g(geometry);
+  const int64_t plane = in / (g.h * g.w), iy = in / g.w % g.h, ix = in % g.w;
+  const T* xp = x + plane * g.h * g.w;
+  return max_pool_gather_at(g, dy + plane * g.oh * g.ow, iy, ix,
+                            windows_reaching(iy, iy, g.kh, g.sh, g.ph, g.dh, g.oh),
+                            windows_reaching(ix, ix, g.kw, g.sw, g.pw, g.dw, g.ow),
+                            [&](int64_t oy, int64_t ox) { return ops::argmax_in_window(g, xp, oy, ox); });
+}
+
+/// Max-pool backward by input tiles of one plane, a tile per block. The
+/// block finds, once each, the argmax of every window that reaches its tile
+/// and the window spans of its rows and columns (into shared memory); then
+/// each input element gathers as max_pool_backward does, looking them up.
+/// Same windows, same order, same bits, in 32-bit index arithmetic.
+struct pool_tiles {
+  int th = 1, tw = 1, rows = 1, cols = 1;  // tile extent; tiles per plane down and across
+  int wy = 0, wx = 0;                      // most windows a tile's rows, columns can reach
+  /// Whether the tiled kernel takes g: planes and shared memory small enough.
+  static bool fits(const ops::pool_geometry& g) noexcept {
+    if (g.h <= 0 || g.w <= 0 || g.h * g.w >= (int64_t{1} << 30) || g.oh * g.ow >= (int64_t{1} << 30)) return false;
+    if (g.kh * g.dh >= 4096 || g.kw * g.dw >= 4096) return false;
+    return pool_tiles(g).shared_bytes() <= 48 * 1024;
+  }
+  explicit pool_tiles(const ops::pool_geometry& g) noexcept {  // g.h, g.w > 0
+    tw = static_cast<int>(g.w < 32 ? g.w : 32);
+    th = static_cast<int>(g.h < 512 / tw ? g.h : 512 / tw);
+    rows = static_cast<int>((g.h + th - 1) / th), cols = static_cast<int>((g.w + tw - 1) / tw);
+    // windows_reaching's count over th rows: at most ⌊(th − 1 + (kh − 1)·dh)/sh⌋ + 1.
+    wy = static_cast<int>((th - 1 + (g.kh - 1) * g.dh) / g.sh + 1);
+    wx = static_cast<int>((tw - 1 + (g.kw - 1) * g.dw) / g.sw + 1);
+  }
+  REMAT_HOST_DEVICE int per_plane() const noexcept { return rows * cols; }
+  /// The argmaxes, then the window spans of th rows and tw columns.
+  std::size_t shared_bytes() const noexcept {
+    return static_cast<std::size_t>(wy) * static_cast<std::size_t>(wx) * sizeof(int) +
+           static_cast<std::size_t>(th + tw) * sizeof(window_span<int>);
+  }
+};
+
+/// One tile: inputs [y0, y1) × [x0, x1) of `plane`, reached by windows ry × rx.
+struct pool_tile {
+  int64_t plane = 0;
+  int y0 = 0, y1 = 0, x0 = 0, x1 = 0;
+  window_span<int> ry, rx;
+  REMAT_HOST_DEVICE pool_tile(const pool_dims<int>& g, const pool_tiles& t, int64_t block) noexcept
+      : plane(block / t.per_plane()) {
+    const int tile = static_cast<int>(block % t.per_plane());
+    y0 = tile / t.cols * t.th, x0 = tile % t.cols * t.tw;
+    y1 = y0 + t.th < g.h ? y0 + t.th : g.h, x1 = x0 + t.tw < g.w ? x0 + t.tw : g.w;
+    ry = windows_reaching(y0, y1 - 1, g.kh, g.sh, g.ph, g.dh, g.oh);
+    rx = windows_reaching(x0, x1 - 1, g.kw, g.sw, g.pw, g.dw, g.ow);
+  }
+  REMAT_HOST_DEVICE int windows() const noexcept { return ry.count * rx.count; }
+  REMAT_HOST_DEVICE int height() const noexcept { return y1 - y0; }
+  REMAT_HOST_DEVICE int width() const noexcept { return x1 - x0; }
+  /// The argmax of window k of the tile (row-major over ry × rx), in the plane of x.
+  template <class T>
+  REMAT_HOST_DEVICE int argmax(const pool_dims<int>& g, const T* x, int k) const noexcept {
+    return ops::argmax_in_window(g, x + plane * g.h * g.w, ry.first + k / rx.count, rx.first + k % rx.count);
+  }
+  /// The windows reaching the tile's row r, column c.
+  REMAT_HOST_DEVICE window_span<int> row_span(const pool_dims<int>& g, int r) const noexcept {
+    return windows_reaching(y0 + r, y0 + r, g.kh, g.sh, g.ph, g.dh, g.oh);
+  }
+  REMAT_HOST_DEVICE window_span<int> column_span(const pool_dims<int>& g, int c) const noexcept {
+    return windows_reaching(x0 + c, x0 + c, g.kw, g.sw, g.pw, g.dw, g.ow);
+  }
+  /// The flat index of the tile's input at row r, column c.
+  REMAT_HOST_DEVICE int64_t input(const pool_dims<int>& g, int r, int c) const noexcept {
+    return (plane * g.h + y0 + r) * g.w + x0 + c;
+  }
+  /// dx of the tile's input at row r, column c, from the tile's argmaxes and spans.
+  template <class T>
+  REMAT_HOST_DEVICE T gather(const pool_dims<int>& g, const T* dy, int r, int c, window_span<int> row,
+                             window_span<int> column, const int* argmaxes) const noexcept {
+    return max_pool_gather_at(g, dy + plane * g.oh * g.ow, y0 + r, x0 + c, row, column, [&](int oy, int ox) {
+      return argmaxes[(oy - ry.first) * rx.count + (ox - rx.first)];
+    });
+  }
+};
 
 template <class T>
 REMAT_HOST_DEVICE T avg_pool_forward(const ops::pool_geometry& g, const T* x, int64_t out) noexcept {

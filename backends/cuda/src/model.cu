@@ -3,8 +3,11 @@
 // layers.
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -87,17 +90,84 @@ const Perf& pick(const std::vector<Perf>& ranked, int returned, const model_opti
   return *p;
 }
 
-// Chooses the three algorithms of c by cuDNN's heuristics and records their workspaces.
-void choose_algorithms(cudnnHandle_t h, convolution& c, const model_options& o, const std::string& at) {
+// cuDNN's candidates for one convolution in the three directions, ranked
+// (by its heuristics, or by measured time).
+struct ranked_candidates {
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> forward;
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> backward_data;
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> backward_filter;
+};
+
+ranked_candidates rank_candidates(cudnnHandle_t h, const convolution& c, bool measured, const std::string& at) {
+  ranked_candidates r;
   int count = 0, returned = 0;
+  check(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count), "cudnnGetConvolutionForwardAlgorithmMaxCount", at);
+  r.forward.resize(static_cast<std::size_t>(count));
+  if (measured)
+    check(cudnnFindConvolutionForwardAlgorithm(h, c.x.get(), c.w.get(), c.forward.get(), c.y.get(), count, &returned,
+                                               r.forward.data()),
+          "cudnnFindConvolutionForwardAlgorithm", at);
+  else
+    check(cudnnGetConvolutionForwardAlgorithm_v7(h, c.x.get(), c.w.get(), c.forward.get(), c.y.get(), count,
+                                                 &returned, r.forward.data()),
+          "cudnnGetConvolutionForwardAlgorithm_v7", at);
+  r.forward.resize(static_cast<std::size_t>(returned));
+
+  check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count), "cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
+        at);
+  r.backward_data.resize(static_cast<std::size_t>(count));
+  if (measured)
+    check(cudnnFindConvolutionBackwardDataAlgorithm(h, c.w.get(), c.y.get(), c.backward_data.get(), c.x.get(), count,
+                                                    &returned, r.backward_data.data()),
+          "cudnnFindConvolutionBackwardDataAlgorithm", at);
+  else
+    check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w.get(), c.y.get(), c.backward_data.get(), c.x.get(), count,
+                                                      &returned, r.backward_data.data()),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7", at);
+  r.backward_data.resize(static_cast<std::size_t>(returned));
+
+  check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count),
+        "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", at);
+  r.backward_filter.resize(static_cast<std::size_t>(count));
+  if (measured)
+    check(cudnnFindConvolutionBackwardFilterAlgorithm(h, c.x.get(), c.y.get(), c.backward_filter.get(), c.w.get(),
+                                                      count, &returned, r.backward_filter.data()),
+          "cudnnFindConvolutionBackwardFilterAlgorithm", at);
+  else
+    check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c.x.get(), c.y.get(), c.backward_filter.get(), c.w.get(),
+                                                        count, &returned, r.backward_filter.data()),
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7", at);
+  r.backward_filter.resize(static_cast<std::size_t>(returned));
+  return r;
+}
+
+// Measured rankings for the life of the process, by geometry and math type:
+// timing every candidate is costly, and a network repeats its convolutions.
+const ranked_candidates& measured_candidates(cudnnHandle_t h, const convolution& c, const ops::conv2d_geometry& g,
+                                             bool tf32, const std::string& at) {
+  static std::mutex guard;
+  static std::map<std::array<std::int64_t, 15>, ranked_candidates> measured;
+  const std::array<std::int64_t, 15> key{g.n,  g.c,  g.h,  g.w,  g.k,  g.kh, g.kw,    g.sh,
+                                         g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, tf32};
+  const std::lock_guard<std::mutex> lock(guard);
+  auto found = measured.find(key);
+  if (found == measured.end()) found = measured.emplace(key, rank_candidates(h, c, true, at)).first;
+  return found->second;
+}
+
+// Chooses the three algorithms of c (model_options::algorithm_search) and records their workspaces.
+void choose_algorithms(cudnnHandle_t h, convolution& c, const ops::conv2d_geometry& g, const model_options& o,
+                       const std::string& at) {
+  ranked_candidates heuristic;
+  const ranked_candidates& r = o.algorithm_search == model_options::search::measured
+                                   ? measured_candidates(h, c, g, o.tf32, at)
+                                   : (heuristic = rank_candidates(h, c, false, at));
+  const int forward_count = static_cast<int>(r.forward.size());
+  const int data_count = static_cast<int>(r.backward_data.size());
+  const int filter_count = static_cast<int>(r.backward_filter.size());
   std::size_t bytes = 0;
 
-  check(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count), "cudnnGetConvolutionForwardAlgorithmMaxCount", at);
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> forward(static_cast<std::size_t>(count));
-  check(cudnnGetConvolutionForwardAlgorithm_v7(h, c.x.get(), c.w.get(), c.forward.get(), c.y.get(), count, &returned,
-                                               forward.data()),
-        "cudnnGetConvolutionForwardAlgorithm_v7", at);
-  const auto& f = pick(forward, returned, o, at, "forward");
+  const auto& f = pick(r.forward, forward_count, o, at, "forward");
   c.forward_algorithm = f.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.forward.get(), f.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionForwardWorkspaceSize(h, c.x.get(), c.w.get(), c.forward.get(), c.y.get(), f.algo, &bytes),
@@ -105,13 +175,7 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const model_options& o, 
   c.chosen.forward = static_cast<int>(f.algo);
   c.chosen.forward_workspace = bytes;
 
-  check(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count), "cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
-        at);
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> data(static_cast<std::size_t>(count));
-  check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w.get(), c.y.get(), c.backward_data.get(), c.x.get(), count,
-                                                    &returned, data.data()),
-        "cudnnGetConvolutionBackwardDataAlgorithm_v7", at);
-  const auto& d = pick(data, returned, o, at, "backward-data");
+  const auto& d = pick(r.backward_data, data_count, o, at, "backward-data");
   c.backward_data_algorithm = d.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.backward_data.get(), d.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w.get(), c.y.get(), c.backward_data.get(), c.x.get(), d.algo,
@@ -120,13 +184,7 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const model_options& o, 
   c.chosen.backward_data = static_cast<int>(d.algo);
   c.chosen.backward_data_workspace = bytes;
 
-  check(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count),
-        "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", at);
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> filter(static_cast<std::size_t>(count));
-  check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c.x.get(), c.y.get(), c.backward_filter.get(), c.w.get(), count,
-                                                      &returned, filter.data()),
-        "cudnnGetConvolutionBackwardFilterAlgorithm_v7", at);
-  const auto& w = pick(filter, returned, o, at, "backward-filter");
+  const auto& w = pick(r.backward_filter, filter_count, o, at, "backward-filter");
   c.backward_filter_algorithm = w.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.backward_filter.get(), w.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x.get(), c.y.get(), c.backward_filter.get(), c.w.get(),
@@ -272,7 +330,7 @@ model<T>::device_state::device_state(graph g, std::uint64_t seed, const model_op
     if (host.op(v).kind != ops::op_kind::conv2d && host.op(v).kind != ops::op_kind::conv_transpose2d) continue;
     auto c = std::make_unique<detail::convolution>(
         detail::describe(host.op(v).conv, options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, where(v)));
-    detail::choose_algorithms(raw_cudnn, *c, options, where(v));
+    detail::choose_algorithms(raw_cudnn, *c, host.op(v).conv, options, where(v));
     workspace = std::max({workspace, c->chosen.forward_workspace, c->chosen.backward_data_workspace,
                           c->chosen.backward_filter_workspace});
     convolutions[v] = std::move(c);

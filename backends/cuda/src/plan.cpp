@@ -10,20 +10,20 @@ namespace remat::cuda {
 
 std::uint64_t reduction_doubles(const graph& g, std::span<const ops::op_info> ops, node_id v) {
   const ops::op_info& o = ops[v];
-  auto per_channel = [](std::int64_t channels, std::int64_t count, std::int64_t statistics) {
-    return static_cast<std::uint64_t>(channels * (reduction_chunks(count) + statistics));
+  auto per_channel = [](std::int64_t channels, std::int64_t count, std::int64_t sums, std::int64_t statistics) {
+    return static_cast<std::uint64_t>(channels * (sums * reduction_chunks(count) + statistics));
   };
   switch (o.kind) {
-    // Partials, then mean, variance, 1/√(var + eps), Σ dy, Σ dy·x̂ per channel.
-    case ops::op_kind::batch_norm: return per_channel(o.norm.c, o.norm.n * o.norm.spatial, 5);
+    // Partials of Σx, Σx², Σdy, Σdy·x, then mean, variance, 1/√(var + eps), Σ dy, Σ dy·x̂ per channel.
+    case ops::op_kind::batch_norm: return per_channel(o.norm.c, o.norm.n * o.norm.spatial, 4, 5);
     case ops::op_kind::conv2d:
-      return o.bias_elements ? per_channel(o.conv.k, o.conv.n * o.conv.oh() * o.conv.ow(), 0) : 0;
+      return o.bias_elements ? per_channel(o.conv.k, o.conv.n * o.conv.oh() * o.conv.ow(), 1, 0) : 0;
     case ops::op_kind::conv_transpose2d:
-      return o.bias_elements ? per_channel(o.conv.c, o.conv.n * o.conv.h * o.conv.w, 0) : 0;
-    case ops::op_kind::linear: return o.bias_elements ? per_channel(o.out_features, o.rows, 0) : 0;
+      return o.bias_elements ? per_channel(o.conv.c, o.conv.n * o.conv.h * o.conv.w, 1, 0) : 0;
+    case ops::op_kind::linear: return o.bias_elements ? per_channel(o.out_features, o.rows, 1, 0) : 0;
     // Per position: max, Σ exp, loss (more than a per-pixel loss's reduction partials).
     case ops::op_kind::softmax_cross_entropy: return 3 * static_cast<std::uint64_t>(o.rows * o.inner);
-    case ops::op_kind::mse_loss: return per_channel(1, static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), 0);
+    case ops::op_kind::mse_loss: return per_channel(1, static_cast<std::int64_t>(ops[g.inputs(v)[0]].elements()), 1, 0);
     default: return 0;
   }
 }

@@ -55,17 +55,21 @@ constexpr std::int64_t avg_divisor(const pool_geometry& g, const window& wy, con
 
 /// The offset in `plane` (h × w) of the maximum of max pooling's window at
 /// output (oy, ox): the first maximum in row-major window order, padding never
-/// winning; −1 when the window holds no input element.
-template <class T>
-constexpr std::int64_t argmax_in_window(const pool_geometry& g, const T* plane, std::int64_t oy,
-                                        std::int64_t ox) noexcept {
-  std::int64_t best = -1;
+/// winning; −1 when the window holds no input element. Geometry is
+/// pool_geometry, or any type with its extents as fields in a narrower
+/// signed index type (the CUDA runtime's 32-bit tiles), which the arithmetic
+/// then uses.
+template <class Geometry, class T>
+constexpr auto argmax_in_window(const Geometry& g, const T* plane, decltype(Geometry::h) oy,
+                                decltype(Geometry::h) ox) noexcept -> decltype(Geometry::h) {
+  using index = decltype(Geometry::h);
+  index best = -1;
   T value = -std::numeric_limits<T>::infinity();
-  for (std::int64_t ki = 0; ki < g.kh; ++ki) {
-    const std::int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+  for (index ki = 0; ki < g.kh; ++ki) {
+    const index iy = oy * g.sh - g.ph + ki * g.dh;
     if (iy < 0 || iy >= g.h) continue;
-    for (std::int64_t kj = 0; kj < g.kw; ++kj) {
-      const std::int64_t ix = ox * g.sw - g.pw + kj * g.dw;
+    for (index kj = 0; kj < g.kw; ++kj) {
+      const index ix = ox * g.sw - g.pw + kj * g.dw;
       if (ix < 0 || ix >= g.w) continue;
       const T v = plane[iy * g.w + ix];
       if (best < 0 || v > value) {

@@ -40,10 +40,22 @@ struct model_options {
   bool tf32 = false;
   /// The most workspace one convolution algorithm may take.
   std::uint64_t workspace_limit = std::uint64_t{1} << 30;
+  /// How convolution algorithms are chosen among those the options allow.
+  enum class search {
+    /// cuDNN's heuristic ranking (cudnnGetConvolution*Algorithm_v7), as
+    /// PyTorch with torch.backends.cudnn.benchmark off: the same choice on
+    /// every run.
+    heuristic,
+    /// cuDNN times every candidate once per distinct convolution and process
+    /// (cudnnFindConvolution*Algorithm), as torch.backends.cudnn.benchmark:
+    /// faster steps where the heuristics miss (a 3-channel first layer),
+    /// slower construction, and a choice that may differ between runs.
+    measured,
+  };
+  search algorithm_search = search::heuristic;
 };
 
-/// The algorithms cuDNN's heuristics (cudnnGetConvolution*Algorithm_v7) chose
-/// for one convolution, as cudnnConvolution*Algo_t values, and their workspaces.
+/// The algorithms chosen for one convolution (model_options::algorithm_search), as cudnnConvolution*Algo_t values, and their workspaces.
 struct convolution_algorithms {
   int forward = -1, backward_data = -1, backward_filter = -1;
   std::uint64_t forward_workspace = 0, backward_data_workspace = 0, backward_filter_workspace = 0;
