@@ -35,7 +35,8 @@ namespace remat::cuda::elements {
 using std::int64_t;
 
 // Ceiling division for a possibly negative numerator and a positive divisor.
-REMAT_HOST_DEVICE constexpr int64_t ceil_div(int64_t a, int64_t b) noexcept {
+template <class I>
+REMAT_HOST_DEVICE constexpr I ceil_div(I a, I b) noexcept {
   return a <= 0 ? -((-a) / b) : (a + b - 1) / b;
 }
 
@@ -117,8 +118,7 @@ struct window_span {
 /// padding p, dilation d) can reach an input in [lo, hi].
 template <class I>
 REMAT_HOST_DEVICE window_span<I> windows_reaching(I lo, I hi, I k, I s, I p, I d, I out) noexcept {
-  const I num = lo + p - (k - 1) * d;
-  I first = num <= 0 ? -((-num) / s) : (num + s - 1) / s, last = (hi + p) / s;
+  I first = ceil_div(lo + p - (k - 1) * d, s), last = (hi + p) / s;
   first = first < 0 ? 0 : first;
   last = last < out ? last : out - 1;
   return {first, last < first ? I(0) : last - first + 1};

@@ -65,9 +65,8 @@ bool tensor_math(cudnnMathType_t m) { return m == CUDNN_TENSOR_OP_MATH || m == C
 // The first of cuDNN's ranked candidates that ran, fits the workspace limit
 // and meets the options; null when none does.
 template <class Perf>
-const Perf* first_suitable(const std::vector<Perf>& ranked, int returned, const model_options& o) {
-  for (int i = 0; i < returned; ++i) {
-    const Perf& p = ranked[static_cast<std::size_t>(i)];
+const Perf* first_suitable(const std::vector<Perf>& ranked, const model_options& o) {
+  for (const Perf& p : ranked) {
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > o.workspace_limit) continue;
     if (o.deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
     if (!o.tf32 && tensor_math(p.mathType)) continue;
@@ -82,9 +81,9 @@ std::string requirements(const model_options& o) {
 }
 
 template <class Perf>
-const Perf& pick(const std::vector<Perf>& ranked, int returned, const model_options& o, const std::string& context,
+const Perf& pick(const std::vector<Perf>& ranked, const model_options& o, const std::string& context,
                  const char* direction) {
-  const Perf* p = first_suitable(ranked, returned, o);
+  const Perf* p = first_suitable(ranked, o);
   if (!p)
     throw remat::error(context + ": cuDNN offers no " + direction + " convolution algorithm " + requirements(o));
   return *p;
@@ -162,12 +161,9 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const ops::conv2d_geomet
   const ranked_candidates& r = o.algorithm_search == model_options::search::measured
                                    ? measured_candidates(h, c, g, o.tf32, at)
                                    : (heuristic = rank_candidates(h, c, false, at));
-  const int forward_count = static_cast<int>(r.forward.size());
-  const int data_count = static_cast<int>(r.backward_data.size());
-  const int filter_count = static_cast<int>(r.backward_filter.size());
   std::size_t bytes = 0;
 
-  const auto& f = pick(r.forward, forward_count, o, at, "forward");
+  const auto& f = pick(r.forward, o, at, "forward");
   c.forward_algorithm = f.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.forward.get(), f.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionForwardWorkspaceSize(h, c.x.get(), c.w.get(), c.forward.get(), c.y.get(), f.algo, &bytes),
@@ -175,7 +171,7 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const ops::conv2d_geomet
   c.chosen.forward = static_cast<int>(f.algo);
   c.chosen.forward_workspace = bytes;
 
-  const auto& d = pick(r.backward_data, data_count, o, at, "backward-data");
+  const auto& d = pick(r.backward_data, o, at, "backward-data");
   c.backward_data_algorithm = d.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.backward_data.get(), d.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w.get(), c.y.get(), c.backward_data.get(), c.x.get(), d.algo,
@@ -184,7 +180,7 @@ void choose_algorithms(cudnnHandle_t h, convolution& c, const ops::conv2d_geomet
   c.chosen.backward_data = static_cast<int>(d.algo);
   c.chosen.backward_data_workspace = bytes;
 
-  const auto& w = pick(r.backward_filter, filter_count, o, at, "backward-filter");
+  const auto& w = pick(r.backward_filter, o, at, "backward-filter");
   c.backward_filter_algorithm = w.algo;
   if (o.tf32) check(cudnnSetConvolutionMathType(c.backward_filter.get(), w.mathType), "cudnnSetConvolutionMathType", at);
   check(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x.get(), c.y.get(), c.backward_filter.get(), c.w.get(),
