@@ -122,7 +122,7 @@ void add_plan_command(CLI::App& app) {
     report out;
     out.row("graph", fmt::format("{} ({} nodes)", g.name(), g.size()), g.name());
     // "optimal" is only ever said with the plans it covers.
-    const std::string family(proof_family(so.method));
+    const std::string& family = s.proof_family;
     out.row("status",
             std::string(to_string(s.status)) + (s.status == solve_status::optimal ? " over " + family : "") +
                 (s.message.empty() ? "" : "  (" + s.message + ")"),

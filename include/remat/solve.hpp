@@ -8,7 +8,7 @@
 ///
 /// | method     | plan family | what it guarantees |
 /// | ---------- | ----------- | ------------------ |
-/// | `exact`    | lower-set chains | optimal when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound from a subgraph (solvers/subgraph_bound.hpp) |
+/// | `exact`    | lower-set chains; general plans up to 16 computed nodes | optimal (over general plans when its general programme, solvers/general_dp.hpp, completes) when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound from a subgraph (solvers/subgraph_bound.hpp) |
 /// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
 /// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
 /// | `approx`   | Kusumoto's principal lower sets | optimal over them |
@@ -88,7 +88,7 @@ inline constexpr std::string_view to_string(method m) noexcept {
 /// `chain` can be optimal over id-interval stages far above the least peak.
 inline constexpr std::string_view proof_family(method m) noexcept {
   switch (m) {
-    case method::exact:
+    case method::exact:  // "general plans" where its general programme completes (solution::proof_family)
     case method::dp: return "stage plans";
     case method::chain: return "id-interval stage plans";
     case method::approx: return "stage plans of principal lower sets";
@@ -141,6 +141,10 @@ struct solve_options {
   /// per-op floor from a subgraph's least peak (solvers/subgraph_bound.hpp), within
   /// the time limit; 0 keeps the floor.
   std::chrono::milliseconds bound_time_limit{250};
+  /// `exact` on graphs of up to 16 computed nodes: the most its search over
+  /// general plans below the stage optimum may take (solvers/general_dp.hpp;
+  /// of work, under a work limit); 0 skips it, leaving a stage optimum.
+  std::chrono::milliseconds general_time_limit{250};
   /// The order the plan runs its nodes in. With `best`, `exact` solves in the
   /// graph's order, then (when they differ, and the time limit leaves at least
   /// as long as the first took) in the consumers-first order, and keeps the
@@ -202,7 +206,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
   switch (options.method) {
     case method::exact:
       s = solve_exact(g, {options.goal, options.budget, options.max_lower_sets, time, options.preserve_gradient_order,
-                          options.bound_time_limit, options.order});
+                          options.bound_time_limit, options.order, options.general_time_limit});
       break;
     case method::kept_search:
       s = solve_kept_search(g, {options.goal, options.budget, options.order, options.preserve_gradient_order, time,
@@ -210,7 +214,8 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
       break;
     case method::general_search:
       s = solve_general_search(g, {options.goal, options.budget, options.max_lower_sets, time,
-                                   options.preserve_gradient_order, options.order, options.bound_time_limit});
+                                   options.preserve_gradient_order, options.order, options.bound_time_limit,
+                                   options.general_time_limit});
       break;
     case method::dp: s = in_order([&](const graph& h) { return solve_dp(h, stages); }); break;
     case method::chain: s = in_order([&](const graph& h) { return solve_chain(h, stages); }); break;
@@ -244,6 +249,7 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     s.stats.work_limit_reached = work.ended_by_work();
     s.stats.time_limit_reached = work.ended_by_time();
   }
+  if (s.proof_family.empty()) s.proof_family = std::string(proof_family(options.method));
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

@@ -325,10 +325,8 @@ PYBIND11_MODULE(_core, m) {
                              "Work units the search charged (solve's work_limit).")
       .def_property_readonly("produced_by", [](const py_solution& r) { return r.s.produced_by; },
                              "The method whose search produced the plan (for exact: its portfolio's member).")
-      .def_property_readonly("proof_family", [](const py_solution& r) {
-        const auto m = parse_method(r.s.best.method);
-        return m ? std::string(proof_family(*m)) : std::string();
-      }, "The plans `optimal` speaks of (empty: the method proves nothing).")
+      .def_property_readonly("proof_family", [](const py_solution& r) { return r.s.proof_family; },
+                             "The plans `optimal` speaks of (empty: the method proves nothing).")
       .def_property_readonly("kept", [](const py_solution& r) -> std::optional<py::list> {
         if (r.s.best.steps.empty() || (!r.s.best.stage_of.empty() && r.s.best.stage_modes.empty())) return std::nullopt;
         return names_of(*r.g, r.s.best.kept);

@@ -107,6 +107,7 @@ TEST_CASE("exact in the best order: the better of both orders' brute-force optim
     const test::oracle_point expect = h_better ? best_h : best_g;
     solve_options both;
     both.order = order_choice::best;
+    both.general_time_limit = std::chrono::milliseconds(0);  // stage plans, as the brute force
     const solution s = solve(g, both);
     REQUIRE(s.status == solve_status::optimal);
     CHECK(s.claimed_peak == expect.peak);
@@ -146,7 +147,7 @@ TEST_CASE("exact in the best order: the better of both orders' brute-force optim
     CHECK(below.smallest_feasible_budget == expect.peak);
 
     // Each order alone is its own optimum.
-    solve_options one;
+    solve_options one = both;
     one.order = order_choice::graph;
     CHECK(solve(g, one).claimed_peak == best_g.peak);
     one.order = order_choice::consumers_first;
@@ -189,6 +190,7 @@ TEST_CASE("past the lower-set cap, the bounded search below a plan proves or fin
     const graph g = test::random_dag(6 + seed % 14, seed, 2 + seed % 4, 1 + seed % 3);
     solve_options graph_order;  // one order: the search below a plan works in the order it is given
     graph_order.order = order_choice::graph;
+    graph_order.general_time_limit = std::chrono::milliseconds(0);  // the stage optimum
     const solution full = solve(g, graph_order);
     if (full.status != solve_status::optimal || full.stats.count("lower sets") <= 24) continue;
     ++graphs;

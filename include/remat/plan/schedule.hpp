@@ -461,8 +461,9 @@ enum class stage_recompute : std::uint8_t {
 /// order, each in execution order, and keeps exactly `keep` (inputs are
 /// ignored; a kept sink whose backward does not read its output is freed at
 /// once). Backward runs the stages in reverse; each recomputes the missing
-/// values its backwards read, with their missing ancestors, as `modes[k]`
-/// says for the k-th stage in forward order (all lazy when `modes` is empty),
+/// values its backwards read, with their missing ancestors, in execution
+/// order, as `modes[k]` says for the k-th stage in forward order (all lazy
+/// when `modes` is empty),
 /// and a value recomputed in a stage lives until its last use in that stage,
 /// never into the next (a later stage recomputes it again).
 ///
@@ -480,21 +481,29 @@ inline schedule schedule_from_kept_stages(const graph& g, std::span<const std::u
   REMAT_ASSERT(keep.universe() == n);
   const detail::stage_run run(g, stage_of, order);
   const std::vector<node_id>& sequence = run.sequence;
-  const std::vector<std::uint32_t>& position = run.position;
+  // Recomputes and a backward's reads follow the execution order, not the
+  // stage run's: then what a stage holds depends on which values are missing,
+  // never on how the earlier stages split them, and the exact programme over
+  // this family (solvers/general_dp.hpp) can take a lower set and a kept set
+  // as its state.
+  const std::vector<std::uint32_t> position = detail::execution_positions(g, order);
   std::size_t stages = 0;
   for (std::size_t k = 0; k < sequence.size(); ++k)
     if (k == 0 || stage_of[sequence[k]] != stage_of[sequence[k - 1]]) ++stages;
   if (!modes.empty() && modes.size() != stages)
     throw error("stage modes: " + std::to_string(modes.size()) + " given for " + std::to_string(stages) + " stages");
-  const std::vector<node_id> last = detail::last_consumers(g, position);
-  const detail::operands_in_order operands(g, position, false);
+  const std::vector<node_id> last = detail::last_consumers(g, run.position);
+  // Frees follow the stage run, as schedule_from_stages's do; which order a
+  // step's frees come in never changes a peak.
+  const detail::operands_in_order run_operands(g, run.position, false);
+  const detail::operands_in_order operands(g, position, order.empty());
 
   schedule out;
   out.reserve(4 * n);
   std::vector<char> live(n, 0);
-  detail::forward_phase(g, sequence, operands, last, [&](node_id v) { return keep.contains(v); }, live, out);
+  detail::forward_phase(g, sequence, run_operands, last, [&](node_id v) { return keep.contains(v); }, live, out);
 
-  detail::backward_release release(g, operands);
+  detail::backward_release release(g, run_operands);
   std::vector<node_id> reads, wanted, stack, missing, recomputed;
   std::size_t end = sequence.size(), stage = stages;
   while (end > 0) {

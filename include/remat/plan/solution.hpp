@@ -126,6 +126,10 @@ struct solution {
   /// its portfolio ("dp", "chain", "mincut", "ogc", "approx", or "dp below
   /// <member>" when a search below a member's plan found it); else the method.
   std::string produced_by;
+  /// The plans `status` and the bounds speak of ("stage plans", "general
+  /// plans", ...; empty: the method proves nothing). solve() fills it in from
+  /// proof_family(method) when the method leaves it empty.
+  std::string proof_family;
   std::string message;                ///< a sentence for people
   solve_stats stats;
 

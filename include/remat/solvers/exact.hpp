@@ -8,7 +8,10 @@
 /// 1. Regular training already at the per-op floor: nothing can do better.
 /// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
 ///    of them (solve_dp, three quarters of the time); `optimal` when it
-///    completes.
+///    completes. On graphs of up to 16 computed nodes (memory objective), a
+///    search below the stage optimum over general plans follows
+///    (general_dp.hpp, within `general_time_limit`); when it completes,
+///    `optimal` covers general plans (solution::proof_family).
 /// 3. Otherwise (or when it stopped): the best plan of `mincut`, `ogc`,
 ///    `chain` and (up to 600 nodes) `approx`, called directly in that order
 ///    (cheapest first), each with all that is left. The best plan then gets
@@ -20,8 +23,8 @@
 /// With order `best` (and `automatic` past the cap) the whole portfolio runs
 /// in the graph's order and, with the time left, in the consumers-first order
 /// (solvers/orders.hpp); the better plan wins and the bounds hold for both.
-/// Its `optimal` covers stage plans only: kept-set plans (kept_search.hpp) are
-/// another family and can peak lower.
+/// Elsewhere its `optimal` covers stage plans only: kept-set plans
+/// (kept_search.hpp) are another family and can peak lower.
 
 #include <remat/config.hpp>
 
@@ -43,6 +46,7 @@
 #include <remat/solvers/chain.hpp>
 #include <remat/solvers/common.hpp>
 #include <remat/solvers/dp.hpp>
+#include <remat/solvers/general_dp.hpp>
 #include <remat/solvers/mincut.hpp>
 #include <remat/solvers/ogc.hpp>
 #include <remat/solvers/orders.hpp>
@@ -51,6 +55,12 @@
 #include <remat/units.hpp>
 
 namespace remat {
+
+/// `exact` searches general plans on graphs of at most this many computed
+/// nodes: past it the kept subsets of a stage outgrow any `general_time_limit`
+/// worth waiting (a 3 s search proves none of five 18-node random DAGs;
+/// docs/results-solvers.md).
+inline constexpr std::size_t exact_general_max_nodes = 16;
 
 struct exact_options {
   objective goal = objective::memory;
@@ -66,6 +76,10 @@ struct exact_options {
   std::chrono::milliseconds bound_time_limit{250};
   /// `best`: both orders; `automatic`: both past `max_lower_sets` only.
   order_choice order = order_choice::automatic;
+  /// The most the search over general plans below the stage optimum may take
+  /// (graphs of up to exact_general_max_nodes computed nodes; of work, under
+  /// a work limit), within the time budget; 0 skips it.
+  std::chrono::milliseconds general_time_limit{250};
 };
 
 namespace detail {
@@ -119,6 +133,100 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
               "; its recompute is not minimised among least-peak plans, the graph having more than " +
               std::to_string(options.max_lower_sets) + " lower sets";
   return {};
+}
+
+// A proven stage optimum on a graph of at most exact_general_max_nodes
+// computed nodes gets a search below its peak over general plans (general_dp.hpp),
+// within `general_time_limit`: a plan it finds replaces it, and either way
+// the peak is then the least of every general plan (the memory objective:
+// recompute is not minimised among general plans).
+// Whether `exact` searches general plans on g (see exact_general_max_nodes).
+inline bool general_plans_searched(const graph& g, const exact_options& options, const time_budget& time) {
+  if (options.general_time_limit.count() <= 0 || time.expired()) return false;
+  std::size_t computed = 0;
+  for (node_id v = 0; v < g.size(); ++v) computed += !g.is_input(v);
+  return computed > 0 && computed <= exact_general_max_nodes;
+}
+
+inline general_dp_result search_general_plans(const graph& g, const exact_options& options, const time_budget& time,
+                                              std::uint64_t below_peak, solution& s) {
+  general_dp_options below;
+  below.below = below_peak;
+  below.preserve_gradient_order = options.preserve_gradient_order;
+  below.time = time.next(options.general_time_limit);
+  general_dp_result r = solve_general_dp(g, below);
+  s.stats.set("general states", s.stats.count("general states") + r.labels);
+  s.stats.set("general transitions", s.stats.count("general transitions") + r.transitions);
+  return r;
+}
+
+// The time objective: no stage plan meets the budget. On a small graph a
+// general plan may: the least-peak one is returned, `feasible` (its
+// recompute is not minimised). When none fits, the budget is proven out of
+// reach of general plans too, and the least budget that works is theirs.
+inline void widen_infeasible_to_general_plans(const graph& g, const exact_options& options, const time_budget& time,
+                                              std::uint64_t floor, solution& s) {
+  if (options.goal != objective::time || options.budget == no_budget || !general_plans_searched(g, options, time))
+    return;
+  general_dp_result r = search_general_plans(g, options, time, options.budget + 1, s);
+  if (!r.complete) {
+    s.message += "; a search over general plans stopped at " + r.stopped_by;
+    return;
+  }
+  if (r.best) {
+    const solve_stats stats = s.stats;
+    r.best->method = "exact";
+    s = solution_of_plan(g, std::move(*r.best), options.budget, floor);
+    REMAT_ASSERT(s.claimed_peak == r.peak);
+    s.stats = stats;
+    s.produced_by = "general-dp";
+    time.found_plan(s.claimed_peak);
+    s.message = "no stage plan peaks within the budget; this general plan does (the least peak of every general "
+                "plan; its recompute is not minimised)";
+    return;
+  }
+  const std::uint64_t stage_least = s.smallest_feasible_budget;
+  if (stage_least > 0) {
+    const general_dp_result least = search_general_plans(g, options, time, stage_least, s);
+    if (!least.complete) {
+      s.message += "; no general plan peaks within it either, and a search for their least peak stopped at " + least.stopped_by;
+      return;
+    }
+    if (least.best) {
+      s.smallest_feasible_budget = least.peak;
+      s.message = "no general plan peaks within the budget; the smallest feasible budget for one is " +
+                  format_bytes(least.peak) + " (" + std::to_string(least.peak) + " bytes)";
+    }
+  }
+  s.proof_family = "general plans";
+}
+
+inline void widen_to_general_plans(const graph& g, const exact_options& options, const time_budget& time,
+                                   solution& s) {
+  if (options.goal != objective::memory || !general_plans_searched(g, options, time)) return;
+  const general_dp_result r = search_general_plans(g, options, time, s.claimed_peak, s);
+  if (!r.complete) {
+    s.message += "; a search below it over general plans stopped at " + r.stopped_by;
+    return;
+  }
+  s.proof_family = "general plans";
+  if (!r.best) {
+    s.message += "; no general plan peaks lower (a search over " + std::to_string(r.labels) + " states of lower and kept sets)";
+    return;
+  }
+  solve_stats stats = s.stats;
+  const std::uint64_t stage_peak = s.claimed_peak;
+  s = solution_of_plan(g, std::move(*r.best), options.budget, r.peak);
+  REMAT_ASSERT(s.claimed_peak == r.peak);
+  s.status = solve_status::optimal;
+  s.stats = std::move(stats);
+  s.best.method = "exact";
+  s.produced_by = "general-dp";
+  s.proof_family = "general plans";
+  time.found_plan(s.claimed_peak);
+  s.message = "least peak over general plans (" + std::to_string(r.labels) + " states of lower and kept sets), " +
+              format_bytes(stage_peak - s.claimed_peak) + " below the stage optimum; its recompute is not minimised "
+              "among least-peak general plans";
 }
 
 // The budget of a lower bound: `bound_time_limit` (of work, under a work
@@ -275,6 +383,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     s.recompute_lower_bound = 0;
     s.produced_by = "none";
     s.message = "regular training already peaks at the per-op floor; nothing to recompute";
+    s.proof_family = "every schedule";
     s.best.method = "exact";
     return done();
   }
@@ -305,7 +414,11 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     exact_stats = s.stats;
     exact_stopped_by = s.stats.time_limit_reached ? std::string(exact_part.time.spent_on())
                                                   : std::string("its cap on states or stages");
-    if (s.status == solve_status::optimal || (s.status == solve_status::infeasible && !stopped)) return done();
+    if (s.status == solve_status::optimal) widen_to_general_plans(g, options, time, s);
+    else if (s.status == solve_status::infeasible && !stopped) widen_infeasible_to_general_plans(g, options, time, floor, s);
+    if (s.status == solve_status::optimal || s.produced_by == "general-dp" ||
+        (s.status == solve_status::infeasible && !stopped))
+      return done();
   }
   // Too many lower sets (or stopped): the best of the restricted families
   // (the principal family costs O(n²·(n + m)), so only on moderate graphs),

@@ -57,7 +57,10 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
   general_plan out;
   out.order = s.order;
   out.kept = node_set(g.size());
-  if (!s.stage_of.empty()) {
+  if (!s.stage_modes.empty()) {  // a general plan already (exact's on small graphs)
+    out.stage_of = s.stage_of;
+    out.kept = s.kept;
+  } else if (!s.stage_of.empty()) {
     out.stage_of = s.stage_of;
     const std::vector<char> boundary = detail::stage_boundary(g, s.stage_of);
     for (node_id v = 0; v < g.size(); ++v)
@@ -75,7 +78,8 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
   for (node_id v = 0; v < g.size(); ++v)
     out.stage_of[v] = g.is_input(v) ? 0 : static_cast<std::uint32_t>(
                                               std::lower_bound(used.begin(), used.end(), out.stage_of[v]) - used.begin());
-  out.modes.assign(used.size(), s.stage_of.empty() ? stage_recompute::lazy : stage_recompute::eager);
+  if (!s.stage_modes.empty()) out.modes = s.stage_modes;
+  else out.modes.assign(used.size(), s.stage_of.empty() ? stage_recompute::lazy : stage_recompute::eager);
   return out;
 }
 
@@ -228,6 +232,7 @@ struct general_search_options {
   bool preserve_gradient_order = true;
   order_choice order = order_choice::automatic;
   std::chrono::milliseconds bound_time_limit{250};
+  std::chrono::milliseconds general_time_limit{250};  ///< `exact`'s, for its starting plan
 };
 
 /// The method `general-search`: `exact` (a third of the budget) and
@@ -245,6 +250,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
   e.preserve_gradient_order = options.preserve_gradient_order;
   e.bound_time_limit = options.bound_time_limit;
   e.order = options.order;
+  e.general_time_limit = options.general_time_limit;
   const solution stages = solve_exact(g, e);
   kept_search_options k;
   k.goal = options.goal;
@@ -301,6 +307,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
   s.stats.time_limit_reached = stopped;
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (s.status == solve_status::infeasible) return s;
+  const std::string exact_family = stages.proof_family.empty() ? "stage plans" : stages.proof_family;
   // How far below exact's peak, in tenths of a percent rounded down.
   const std::uint64_t tenths =
       s.figures.peak_bytes < stages.figures.peak_bytes
@@ -312,14 +319,20 @@ inline solution solve_general_search(const graph& g, const general_search_option
               (stages.best.steps.empty() ? "; exact has no stage plan (" + std::string(to_string(stages.status)) + ")"
                : s.figures.peak_bytes < stages.figures.peak_bytes
                    ? "; " + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "% below exact's plan (" +
-                         std::string(to_string(stages.status)) + " over stage plans)"
-                   : "; no lower than exact's plan (" + std::string(to_string(stages.status)) + " over stage plans)") +
+                         std::string(to_string(stages.status)) + " over " + exact_family + ")"
+                   : "; no lower than exact's plan (" + std::string(to_string(stages.status)) + " over " + exact_family + ")") +
               (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "");
   // The floor holds for every schedule, so a plan peaking at it has the least peak of all.
   if (options.goal == objective::memory && s.figures.peak_bytes == floor) {
     s.status = solve_status::optimal;
     s.message += "; least peak proven: it equals the per-op floor, which no schedule goes below (recompute not "
                  "minimised among least-peak plans)";
+  } else if (options.goal == objective::memory && stages.status == solve_status::optimal &&
+             stages.proof_family == "general plans" && s.figures.peak_bytes == stages.figures.peak_bytes) {
+    s.status = solve_status::optimal;
+    s.proof_family = "general plans";
+    s.peak_lower_bound = s.figures.peak_bytes;
+    s.message += "; least peak over general plans, as exact proved (recompute not minimised among them)";
   } else {
     s.message += "; not proven: the lower bound is the per-op floor";
   }

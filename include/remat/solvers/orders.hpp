@@ -132,6 +132,8 @@ inline solution best_of_orders(solution in_graph_order, solution in_other_order,
                                  (loser.peak_lower_bound == out.claimed_peak && loser.status == solve_status::optimal)
                            : loser.status == solve_status::optimal;
   if (out.status == solve_status::optimal && !other_refuted) out.status = solve_status::feasible;
+  // A proof over a wider family in one order says nothing of the other's.
+  if (out.proof_family != loser.proof_family) out.proof_family.clear();
   std::string other = detail::order_outcome(loser, goal);
   if (memory && has_plan(loser) && loser.peak_lower_bound < own_bound)
     other += ", and no plan of it is proven to peak above " + format_bytes(loser.peak_lower_bound);
