@@ -130,6 +130,7 @@ TEST_CASE("general-dp and exact say what stopped the general search, and exact k
   CHECK(limited.status == solve_status::optimal);
   CHECK(limited.proof_family == "stage plans");
   CHECK(limited.message.find("a search below it over general plans stopped at the work limit") != std::string::npos);
+  CHECK(limited.message.rfind("; ", 0) != 0);  // a clause, not a dangling separator
 }
 
 TEST_CASE("exact on a small graph: the same general plan on every run under a work limit") {

@@ -140,6 +140,11 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
 // within `general_time_limit`: a plan it finds replaces it, and either way
 // the peak is then the least of every general plan (the memory objective:
 // recompute is not minimised among general plans).
+// Adds a clause to a solution's message.
+inline void say_also(solution& s, const std::string& clause) {
+  s.message += (s.message.empty() ? "" : "; ") + clause;
+}
+
 // Whether `exact` searches general plans on g (see exact_general_max_nodes).
 inline bool general_plans_searched(const graph& g, const exact_options& options, const time_budget& time) {
   if (options.general_time_limit.count() <= 0 || time.expired()) return false;
@@ -170,7 +175,7 @@ inline void widen_infeasible_to_general_plans(const graph& g, const exact_option
     return;
   general_dp_result r = search_general_plans(g, options, time, options.budget + 1, s);
   if (!r.complete) {
-    s.message += "; a search over general plans stopped at " + r.stopped_by;
+    say_also(s, "a search over general plans stopped at " + r.stopped_by);
     return;
   }
   if (r.best) {
@@ -189,7 +194,8 @@ inline void widen_infeasible_to_general_plans(const graph& g, const exact_option
   if (stage_least > 0) {
     const general_dp_result least = search_general_plans(g, options, time, stage_least, s);
     if (!least.complete) {
-      s.message += "; no general plan peaks within it either, and a search for their least peak stopped at " + least.stopped_by;
+      say_also(s, "no general plan peaks within it either, and a search for their least peak stopped at " +
+                      least.stopped_by);
       return;
     }
     if (least.best) {
@@ -206,12 +212,13 @@ inline void widen_to_general_plans(const graph& g, const exact_options& options,
   if (options.goal != objective::memory || !general_plans_searched(g, options, time)) return;
   const general_dp_result r = search_general_plans(g, options, time, s.claimed_peak, s);
   if (!r.complete) {
-    s.message += "; a search below it over general plans stopped at " + r.stopped_by;
+    say_also(s, "a search below it over general plans stopped at " + r.stopped_by);
     return;
   }
   s.proof_family = "general plans";
   if (!r.best) {
-    s.message += "; no general plan peaks lower (a search over " + std::to_string(r.labels) + " states of lower and kept sets)";
+    say_also(s, "no general plan peaks lower (a search over " + std::to_string(r.labels) +
+                    " states of lower and kept sets)");
     return;
   }
   solve_stats stats = s.stats;
