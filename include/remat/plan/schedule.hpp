@@ -102,6 +102,10 @@ class backward_release {
     for (std::size_t v = 0; v < g.size(); ++v) pending_[v] = g.successors(v).size();
   }
 
+  /// Sets how many of v's consumers have their backward still to run (for a
+  /// backward that starts part way, as the exact general programme's stages do).
+  void set_pending(node_id v, std::size_t consumers_left) noexcept { pending_[v] = consumers_left; }
+
   /// Emits the frees that become due once `backward v` has run.
   void after_backward(node_id v, std::vector<char>& live, schedule& out) {
     if (live[v]) {
@@ -455,6 +459,54 @@ enum class stage_recompute : std::uint8_t {
   eager,  ///< all of them, in execution order, before the stage's first backward (stage plans' way)
 };
 
+namespace detail {
+
+struct stage_scratch {
+  std::vector<node_id> reads, wanted, stack, missing, recomputed;
+};
+
+/// The backward of one stage of a general plan (`stage`: its nodes in run
+/// order): recomputes the missing values its backwards read, with their
+/// missing ancestors, lazily or eagerly; runs the backwards in reverse, each
+/// followed by the frees `after_backward(v)` makes due; then frees what it
+/// recomputed and still holds. The exact programme over the family
+/// (solvers/general_dp.hpp) walks the same steps one stage at a time.
+template <class AfterBackward>
+void stage_backward(const graph& g, std::span<const node_id> stage, bool eager, const operands_in_order& operands,
+                    std::span<const std::uint32_t> position, std::vector<char>& live, schedule& out,
+                    AfterBackward&& after_backward, stage_scratch& scratch) {
+  scratch.recomputed.clear();
+  auto recompute = [&](std::span<const node_id> roots) {
+    const std::size_t before = out.size();
+    recompute_all_missing(g, roots, live, out, scratch.stack, scratch.missing, position);
+    for (std::size_t i = before; i < out.size(); ++i) scratch.recomputed.push_back(out[i].node);
+  };
+  if (eager) {
+    scratch.wanted.clear();
+    for (std::size_t k = stage.size(); k-- > 0;) {
+      append_backward_reads(g, operands, stage[k], scratch.reads);
+      scratch.wanted.insert(scratch.wanted.end(), scratch.reads.begin(), scratch.reads.end());
+    }
+    recompute(scratch.wanted);
+  }
+  for (std::size_t k = stage.size(); k-- > 0;) {
+    const node_id v = stage[k];
+    if (!eager) {
+      append_backward_reads(g, operands, v, scratch.reads);
+      for (node_id x : scratch.reads) recompute(std::span<const node_id>(&x, 1));
+    }
+    out.push_back({step_kind::backward, v});
+    after_backward(v);
+  }
+  for (node_id x : scratch.recomputed)
+    if (live[x]) {
+      live[x] = 0;
+      out.push_back({step_kind::free, x});
+    }
+}
+
+}  // namespace detail
+
 /// The general single-level plan: stages (an increasing sequence of lower
 /// sets, given as for schedule_from_stages) and a kept set (as for
 /// schedule_from_kept), chosen independently. Forward runs the stages in
@@ -504,41 +556,15 @@ inline schedule schedule_from_kept_stages(const graph& g, std::span<const std::u
   detail::forward_phase(g, sequence, run_operands, last, [&](node_id v) { return keep.contains(v); }, live, out);
 
   detail::backward_release release(g, run_operands);
-  std::vector<node_id> reads, wanted, stack, missing, recomputed;
+  detail::stage_scratch scratch;
   std::size_t end = sequence.size(), stage = stages;
   while (end > 0) {
     std::size_t begin = end;
     while (begin > 0 && stage_of[sequence[begin - 1]] == stage_of[sequence[end - 1]]) --begin;
     --stage;
     const bool eager = !modes.empty() && modes[stage] == stage_recompute::eager;
-    recomputed.clear();
-    auto recompute = [&](std::span<const node_id> roots) {
-      const std::size_t before = out.size();
-      detail::recompute_all_missing(g, roots, live, out, stack, missing, position);
-      for (std::size_t i = before; i < out.size(); ++i) recomputed.push_back(out[i].node);
-    };
-    if (eager) {
-      wanted.clear();
-      for (std::size_t k = end; k-- > begin;) {
-        detail::append_backward_reads(g, operands, sequence[k], reads);
-        wanted.insert(wanted.end(), reads.begin(), reads.end());
-      }
-      recompute(wanted);
-    }
-    for (std::size_t k = end; k-- > begin;) {
-      const node_id v = sequence[k];
-      if (!eager) {
-        detail::append_backward_reads(g, operands, v, reads);
-        for (node_id x : reads) recompute(std::span<const node_id>(&x, 1));
-      }
-      out.push_back({step_kind::backward, v});
-      release.after_backward(v, live, out);
-    }
-    for (node_id x : recomputed)
-      if (live[x]) {
-        live[x] = 0;
-        out.push_back({step_kind::free, x});
-      }
+    detail::stage_backward(g, std::span<const node_id>(sequence.data() + begin, end - begin), eager, operands,
+                           position, live, out, [&](node_id v) { release.after_backward(v, live, out); }, scratch);
     end = begin;
   }
   detail::free_recomputed_at_last_use(g, out);

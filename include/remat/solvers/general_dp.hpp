@@ -105,7 +105,7 @@ class general_stage_costs {
  public:
   explicit general_stage_costs(const graph& g)
       : g_(g), position_(identity(g.size())), operands_(g, position_, true), index_(g.size(), 0),
-        live_(g.size(), 0), pending_(g.size(), 0), gradient_(g.size(), 0), born_(g.size(), SIZE_MAX),
+        live_(g.size(), 0), release_(g, operands_), gradient_(g.size(), 0), born_(g.size(), SIZE_MAX),
         last_use_(g.size(), 0) {
     for (node_id v = 0; v < g.size(); ++v)
       if (!g.is_input(v)) {
@@ -180,7 +180,7 @@ class general_stage_costs {
         mem += g_.params(v);  // parameter gradients of the backwards done
         continue;
       }
-      pending_[v] = static_cast<std::size_t>(std::popcount(succs_[i] & Lp));
+      release_.set_pending(v, static_cast<std::size_t>(std::popcount(succs_[i] & Lp)));
       if (succs_[i] & ~Lp) {
         gradient_[v] = 1;
         mem += g_.bytes(v);
@@ -193,45 +193,12 @@ class general_stage_costs {
       }
     }
     steps_.clear();
-    recomputed_.clear();
-    auto recompute = [&](std::span<const node_id> roots) {
-      const std::size_t before = steps_.size();
-      recompute_all_missing(g_, roots, live_, steps_, stack_, missing_, position_);
-      for (std::size_t k = before; k < steps_.size(); ++k) recomputed_.push_back(steps_[k].node);
-    };
-    std::vector<node_id>& order = order_;
-    order.clear();
-    for_each_bit(stage, [&](std::size_t i) { order.push_back(computed_[i]); });
-    if (mode == stage_recompute::eager) {
-      wanted_.clear();
-      for (std::size_t k = order.size(); k-- > 0;) {
-        append_backward_reads(g_, operands_, order[k], reads_);
-        wanted_.insert(wanted_.end(), reads_.begin(), reads_.end());
-      }
-      recompute(wanted_);
-    }
-    for (std::size_t k = order.size(); k-- > 0;) {
-      const node_id v = order[k];
-      if (mode == stage_recompute::lazy) {
-        append_backward_reads(g_, operands_, v, reads_);
-        for (node_id x : reads_) recompute(std::span<const node_id>(&x, 1));
-      }
-      steps_.push_back({step_kind::backward, v});
-      if (live_[v]) {
-        live_[v] = 0;
-        steps_.push_back({step_kind::free, v});
-      }
-      for (node_id p : operands_(v))
-        if (!g_.is_input(p) && --pending_[p] == 0 && !reads_output(g_.reads(p)) && live_[p]) {
-          live_[p] = 0;
-          steps_.push_back({step_kind::free, p});
-        }
-    }
-    for (node_id x : recomputed_)
-      if (live_[x]) {
-        live_[x] = 0;
-        steps_.push_back({step_kind::free, x});
-      }
+    order_.clear();
+    for_each_bit(stage, [&](std::size_t i) { order_.push_back(computed_[i]); });
+    // The builder's steps for the stage, with its releases counted from the
+    // consumers still to run in L' (schedule_from_kept_stages).
+    stage_backward(g_, order_, mode == stage_recompute::eager, operands_, position_, live_, steps_,
+                   [&](node_id v) { release_.after_backward(v, live_, steps_); }, scratch_);
     // The builder then moves the free of each recomputed value to right after
     // its last use (free_recomputed_at_last_use); the walk below frees it there.
     constexpr std::size_t none = SIZE_MAX;
@@ -304,10 +271,11 @@ class general_stage_costs {
   std::vector<node_mask> preds_, succs_;
   node_mask keepable_ = 0, all_ = 0;
   std::vector<char> live_;
-  std::vector<std::size_t> pending_;
+  backward_release release_;  // its pending counts set per stage
   std::vector<char> gradient_;
   schedule steps_;
-  std::vector<node_id> recomputed_, stack_, missing_, wanted_, reads_, order_;
+  stage_scratch scratch_;
+  std::vector<node_id> order_;
   std::vector<std::size_t> born_, last_use_;
   std::vector<std::uint64_t> freed_after_;
   std::vector<char> moved_;
