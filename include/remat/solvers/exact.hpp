@@ -58,8 +58,8 @@ namespace remat {
 
 /// `exact` searches general plans on graphs of at most this many computed
 /// nodes: past it the kept subsets of a stage outgrow any `general_time_limit`
-/// worth waiting (a 3 s search proves none of five 18-node random DAGs;
-/// docs/results-solvers.md).
+/// worth waiting (measured in docs/results-solvers.md, "The exact programme
+/// over general plans").
 inline constexpr std::size_t exact_general_max_nodes = 16;
 
 struct exact_options {
