@@ -167,6 +167,8 @@ TEST_CASE("exact, time objective, a budget below every stage plan: the least-pea
     CHECK(none.status == solve_status::infeasible);
     CHECK(none.proof_family == "general plans");
     CHECK(none.smallest_feasible_budget == least.claimed_peak);
+    CHECK(none.message.find("no general plan peaks within the budget; the smallest feasible budget for one is") !=
+          std::string::npos);
   }
   CHECK(widened == 10);
 }

@@ -168,17 +168,20 @@ inline general_dp_result search_general_plans(const graph& g, const exact_option
 // The time objective: no stage plan meets the budget. On a small graph a
 // general plan may: the least-peak one is returned, `feasible` (its
 // recompute is not minimised). When none fits, the budget is proven out of
-// reach of general plans too, and the least budget that works is theirs.
+// reach of general plans too, and the least budget that works is theirs. One
+// search below the stage least peak answers both: its least peak is within
+// the budget or it is the least budget.
 inline void widen_infeasible_to_general_plans(const graph& g, const exact_options& options, const time_budget& time,
                                               std::uint64_t floor, solution& s) {
   if (options.goal != objective::time || options.budget == no_budget || !general_plans_searched(g, options, time))
     return;
-  general_dp_result r = search_general_plans(g, options, time, options.budget + 1, s);
+  const std::uint64_t stage_least = s.smallest_feasible_budget;
+  general_dp_result r = search_general_plans(g, options, time, stage_least > 0 ? stage_least : options.budget + 1, s);
   if (!r.complete) {
     say_also(s, "a search over general plans stopped at " + r.stopped_by);
     return;
   }
-  if (r.best) {
+  if (r.best && r.peak <= options.budget) {
     const solve_stats stats = s.stats;
     r.best->method = "exact";
     s = solution_of_plan(g, std::move(*r.best), options.budget, floor);
@@ -190,20 +193,11 @@ inline void widen_infeasible_to_general_plans(const graph& g, const exact_option
                 "plan; its recompute is not minimised)";
     return;
   }
-  const std::uint64_t stage_least = s.smallest_feasible_budget;
-  if (stage_least > 0) {
-    const general_dp_result least = search_general_plans(g, options, time, stage_least, s);
-    if (!least.complete) {
-      say_also(s, "no general plan peaks within it either, and a search for their least peak stopped at " +
-                      least.stopped_by);
-      return;
-    }
-    if (least.best) {
-      s.smallest_feasible_budget = least.peak;
-      s.message = "no general plan peaks within the budget; the smallest feasible budget for one is " +
-                  format_bytes(least.peak) + " (" + std::to_string(least.peak) + " bytes)";
-    }
-  }
+  // Found none below the stage least peak: that is the least of general plans too.
+  if (r.best) s.smallest_feasible_budget = r.peak;
+  if (s.smallest_feasible_budget > 0)
+    s.message = "no general plan peaks within the budget; the smallest feasible budget for one is " +
+                format_bytes(s.smallest_feasible_budget) + " (" + std::to_string(s.smallest_feasible_budget) + " bytes)";
   s.proof_family = "general plans";
 }
 

@@ -7,7 +7,8 @@
 /// family holds — `exact`'s stage plan (its boundary kept, every stage
 /// eager), the same kept values with a stage per node (each backward then
 /// recomputes only what it reads), and `kept-search`'s kept-set plan (one
-/// lazy stage) — and from each takes first improvements by the plan ranking:
+/// lazy stage; not run once a plan meets the per-op floor) — and from each
+/// takes first improvements by the plan ranking:
 /// a stage's recompute mode flipped, a value added to or taken from the kept
 /// set, two adjacent stages merged. Each try builds and simulates a plan:
 /// O(n log n + m + recomputes). Its plan is never above either first or
@@ -235,10 +236,13 @@ struct general_search_options {
   std::chrono::milliseconds general_time_limit{250};  ///< `exact`'s, for its starting plan
 };
 
-/// The method `general-search`: `exact` (a third of the budget) and
-/// `kept-search` (half of what is left) give the starting plans; the rest
-/// is shared between the two searches. `feasible`, with the per-op floor as
-/// the bound (the stage optimum bounds stage plans only).
+/// The method `general-search`: `exact` (a third of the budget) gives the
+/// first starting plans, each searched from with half of what is left;
+/// `kept-search` (a quarter of what is then left) gives the others, which share
+/// the rest. A plan at the per-op floor (or, for the memory objective, at
+/// `exact`'s proven least peak over general plans) ends the search there:
+/// no schedule peaks lower, so `kept-search` is not run. `feasible`, with the
+/// per-op floor as the bound (the stage optimum bounds stage plans only).
 inline solution solve_general_search(const graph& g, const general_search_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t floor = per_op_floor(g).bytes;
@@ -252,49 +256,55 @@ inline solution solve_general_search(const graph& g, const general_search_option
   e.order = options.order;
   e.general_time_limit = options.general_time_limit;
   const solution stages = solve_exact(g, e);
-  kept_search_options k;
-  k.goal = options.goal;
-  k.budget = options.budget;
-  k.order = options.order;
-  k.preserve_gradient_order = options.preserve_gradient_order;
-  k.time = options.time.share(1, 4);
-  const solution kept = solve_kept_search(g, k);
-  struct seed {
-    general_plan start;
-    const char* name;
-  };
-  // The stage per node first: it leads lowest on most models, and takes half.
-  // Where no stage plan meets the budget, kept-search's values start it.
-  std::vector<seed> seeds;
-  if (!stages.best.steps.empty()) {
-    general_plan plan = as_general_plan(g, stages.best);
-    seeds.push_back({with_node_stages(g, plan), "exact's kept values with a stage per node"});
-    seeds.push_back({std::move(plan), "exact's stage plan"});
-  }
-  if (!kept.best.steps.empty()) {
-    general_plan plan = as_general_plan(g, kept.best);
-    if (seeds.empty()) seeds.push_back({with_node_stages(g, plan), "kept-search's kept values with a stage per node"});
-    seeds.push_back({std::move(plan), "kept-search's kept-set plan"});
-  }
-  if (seeds.empty()) return stages;  // no plan to start from: exact's answer says why
   std::optional<general_search_result> best;
   std::string from;
   std::size_t tries = 0, moves = 0;
   bool stopped = false;
-  for (std::size_t i = 0; i < seeds.size(); ++i) {
+  auto search_from = [&](general_plan start_plan, const char* name, const time_budget& time) {
     improve_general_options search;
     search.goal = options.goal;
     search.budget = options.budget;
-    search.time = i + 1 < seeds.size() ? options.time.share(1, 2) : options.time;
-    general_search_result r = improve_general_plan(g, std::move(seeds[i].start), search);
+    search.time = time;
+    general_search_result r = improve_general_plan(g, std::move(start_plan), search);
     tries += r.tries;
     moves += r.moves;
     stopped = stopped || r.time_limit_reached;
     if (!best || rank_plan(r.figures, options.goal, options.budget) < rank_plan(best->figures, options.goal, options.budget)) {
       best = std::move(r);
-      from = seeds[i].name;
+      from = name;
+    }
+  };
+  const bool general_optimum_known = stages.status == solve_status::optimal && stages.proof_family == "general plans";
+  auto least_peak_reached = [&] {
+    return options.goal == objective::memory && best &&
+           (best->figures.peak_bytes == floor ||
+            (general_optimum_known && best->figures.peak_bytes == stages.figures.peak_bytes));
+  };
+  // The stage per node first: it leads lowest on most models.
+  if (!stages.best.steps.empty()) {
+    general_plan plan = as_general_plan(g, stages.best);
+    search_from(with_node_stages(g, plan), "exact's kept values with a stage per node", options.time.share(1, 2));
+    if (!least_peak_reached()) search_from(std::move(plan), "exact's stage plan", options.time.share(1, 2));
+  }
+  // Where no stage plan meets the budget, kept-search's values start it.
+  bool kept_run = false;
+  if (!least_peak_reached()) {
+    kept_search_options k;
+    k.goal = options.goal;
+    k.budget = options.budget;
+    k.order = options.order;
+    k.preserve_gradient_order = options.preserve_gradient_order;
+    k.time = options.time.share(1, 4);
+    const solution kept = solve_kept_search(g, k);
+    kept_run = true;
+    if (!kept.best.steps.empty()) {
+      general_plan plan = as_general_plan(g, kept.best);
+      if (!best)
+        search_from(with_node_stages(g, plan), "kept-search's kept values with a stage per node", options.time.share(1, 2));
+      search_from(std::move(plan), "kept-search's kept-set plan", options.time);
     }
   }
+  if (!best) return stages;  // no plan to start from: exact's answer says why
   plan p;
   p.method = "general-search";
   p.steps = best->best.steps(g);
@@ -321,7 +331,8 @@ inline solution solve_general_search(const graph& g, const general_search_option
                    ? "; " + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "% below exact's plan (" +
                          std::string(to_string(stages.status)) + " over " + exact_family + ")"
                    : "; no lower than exact's plan (" + std::string(to_string(stages.status)) + " over " + exact_family + ")") +
-              (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "");
+              (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "") +
+              (kept_run ? "" : "; kept-search not run: no plan peaks lower");
   // The floor holds for every schedule, so a plan peaking at it has the least peak of all.
   if (options.goal == objective::memory && s.figures.peak_bytes == floor) {
     s.status = solve_status::optimal;
