@@ -16,7 +16,7 @@
 /// | `ogc`      | kept sets | Feng & Huang's division search for their objective (solvers/ogc.hpp) |
 /// | `ogc-exact`| kept sets | Feng & Huang's objective, optimal over all kept sets (solvers/ogc_exact.hpp) |
 /// | `kept-search` | kept sets | none: a local search for the least peak (or recompute within the budget) from `ogc-exact`'s kept set (solvers/kept_search.hpp); can go below `exact`'s stage optimum |
-/// | `general-search` | general plans: stages and a kept set, lazy or eager recompute per stage | a local search from `exact`'s plan, its kept values with a stage per node, and `kept-search`'s plan, never above `exact` nor `kept-search`; `optimal` in peak over every schedule when its plan meets the per-op floor, else none (solvers/general_search.hpp) |
+/// | `general-search` | general plans: stages and a kept set, lazy or eager recompute per stage | a local search from `exact`'s plan, its kept values with a stage per node, and `kept-search`'s plan (run only while no plan meets the per-op floor), never above `exact` nor `kept-search`; `optimal` in peak over every schedule when its plan meets the per-op floor, else none (solvers/general_search.hpp) |
 /// | `sqrt`, `every-k`, `none` | baselines | none; `none` is regular training |
 ///
 /// `ogc` and `ogc-exact` optimise Feng & Huang's model (kept bytes + the

@@ -1,8 +1,8 @@
 // general-search: a local search over general plans from exact's plan, its
 // kept values with a stage per node, and kept-search's plan. Its plan is
-// valid, never above exact's or kept-search's, `optimal` where it meets the
-// per-op floor (where kept-search is not run), and the same on every run
-// under a work limit.
+// valid, never above exact's or kept-search's (which it skips only once a
+// plan meets the per-op floor), `optimal` where it meets the floor, and the
+// same on every run under a work limit.
 
 #include <doctest/doctest.h>
 
