@@ -135,11 +135,6 @@ inline std::string prove_least_peak(const graph& g, const exact_options& options
   return {};
 }
 
-// A proven stage optimum on a graph of at most exact_general_max_nodes
-// computed nodes gets a search below its peak over general plans (general_dp.hpp),
-// within `general_time_limit`: a plan it finds replaces it, and either way
-// the peak is then the least of every general plan (the memory objective:
-// recompute is not minimised among general plans).
 // Adds a clause to a solution's message.
 inline void say_also(solution& s, const std::string& clause) {
   s.message += (s.message.empty() ? "" : "; ") + clause;
@@ -201,6 +196,11 @@ inline void widen_infeasible_to_general_plans(const graph& g, const exact_option
   s.proof_family = "general plans";
 }
 
+// A proven stage optimum on a graph of at most exact_general_max_nodes
+// computed nodes gets a search below its peak over general plans (general_dp.hpp),
+// within `general_time_limit`: a plan it finds replaces it, and either way
+// the peak is then the least of every general plan (the memory objective:
+// recompute is not minimised among general plans).
 inline void widen_to_general_plans(const graph& g, const exact_options& options, const time_budget& time,
                                    solution& s) {
   if (options.goal != objective::memory || !general_plans_searched(g, options, time)) return;
