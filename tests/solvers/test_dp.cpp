@@ -3,9 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/solvers/dp.hpp>
+#include <remat/zoo/models.hpp>
 
 #include "../support/oracle.hpp"
 #include "../support/random_graphs.hpp"
@@ -71,6 +74,11 @@ void check_against_oracle(bool preserve_order) {
       CHECK(t.result.claimed_recompute == expect->recompute);
       CHECK(t.result.claimed_peak <= point.peak);
       CHECK(t.result.figures.peak_bytes == t.result.claimed_peak);
+      // The floor under the recompute left, and the beam's plan, from the first label.
+      time.recompute_floor_after = 0;
+      const dp_result floored = solve_dp(g, dp_family::exact, time);
+      CHECK(floored.result.claimed_recompute == expect->recompute);
+      CHECK(floored.result.claimed_peak == t.result.claimed_peak);
     }
     // The time objective at the memory optimum is feasible.
     dp_options at_optimum = base;
@@ -134,8 +142,35 @@ TEST_CASE("with fractional times and bytes of real networks' size, the optimum a
       const dp_result t = solve_dp(g, dp_family::exact, time);
       CHECK(same(t.result.claimed_recompute, test::best_time(*plans, time.budget)->recompute));
       CHECK(t.result.figures.peak_bytes <= time.budget);
+      time.recompute_floor_after = 0;  // its sums run in another order than the labels'
+      const dp_result floored = solve_dp(g, dp_family::exact, time);
+      CHECK(same(floored.result.claimed_recompute, test::best_time(*plans, time.budget)->recompute));
+      CHECK(floored.result.figures.peak_bytes <= time.budget);
     }
   }
+}
+
+TEST_CASE("on GoogLeNet the floor under the recompute left drops most of chain's time-objective labels, not its plan") {
+  // 1.25× the least peak: chain's labels there outnumbered its stages a
+  // hundredfold, and dominated the time objective that exact answers from
+  // its fallbacks (docs/results-solvers.md).
+  const graph g = zoo::build("googlenet");
+  dp_options least;
+  least.peak_only = true;
+  const std::uint64_t low = solve_dp(g, dp_family::prefix, least).result.claimed_peak;
+  dp_options time;
+  time.goal = objective::time;
+  time.budget = low + low / 4;
+  dp_options unbounded = time;
+  unbounded.recompute_floor_after = std::numeric_limits<std::uint64_t>::max();
+  const dp_result with = solve_dp(g, dp_family::prefix, time), without = solve_dp(g, dp_family::prefix, unbounded);
+  REQUIRE(with.result.status == solve_status::optimal);
+  REQUIRE(without.result.status == solve_status::optimal);
+  CHECK(with.result.claimed_recompute == without.result.claimed_recompute);
+  CHECK(with.result.claimed_peak == without.result.claimed_peak);
+  CHECK(with.result.best.stage_of == without.result.best.stage_of);
+  MESSAGE("labels: " << with.stats.labels << " with the floor, " << without.stats.labels << " without");
+  CHECK(with.stats.labels * 5 < without.stats.labels);
 }
 
 TEST_CASE("stage plans run the backwards of a value's consumers in regular training's order") {

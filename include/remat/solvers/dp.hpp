@@ -27,7 +27,7 @@
 /// * `exact`: all lower sets, generated on demand by reverse search from each
 ///   state, pruned by bounds that only grow as a stage grows (the bytes of
 ///   recomputed values read by a backward, the kept bytes not yet released,
-///   the forward peak; and for the time objective the recompute time); a
+///   the forward peak); a
 ///   stage whose backward already starts above the bound is not evaluated,
 ///   and a state no plan can finish from within it is not expanded
 ///   (stage_graph.hpp). States are keyed by (piece, lower set of the piece)

@@ -185,8 +185,13 @@ class dp_engine : public stage_graph {
         spent[t.to] = spent[t.from] + t.recompute;
       }
     }
-    const double recompute_bound =
+    double recompute_bound =
         std::min(known_recompute, kept[final] == unreachable ? std::numeric_limits<double>::infinity() : spent[final]);
+    // Two dimensions, once the labels grow many: the least recompute left by
+    // kept bytes, and the plan a beam guided by it finds, which bounds the
+    // recompute far closer. Computed only then: on most graphs the labels
+    // stay few, and the table would cost more than it saves.
+    recompute_floor left;
 
     labels_.clear();
     fronts_.assign(count, {});
@@ -194,6 +199,13 @@ class dp_engine : public stage_graph {
     pending_total_ = 0;
     push_label(0, {0, resident_, 0, 0, npos});  // the start holds the resident bytes
     for (const transition& t : transitions_) {
+      if (two_dimensional && left.empty() && labels_.size() >= options_.recompute_floor_after) {
+        left = recompute_floor(*this, budget, final, finishes, most_kept);
+        std::uint64_t extended = 0;
+        recompute_bound = std::min(recompute_bound, beam_recompute(budget, final, most_kept, left, extended));
+        if (options_.time.charge(left.steps() * floor_step_work + extended * beam_step_work))
+          stats_.time_limit_reached = true;
+      }
       if (!two_dimensional && !pending_[t.from].empty()) settle(t.from);
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;
       const std::vector<std::uint32_t>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
@@ -226,6 +238,8 @@ class dp_engine : public stage_graph {
         // (they may have the lower peak the tie-break prefers).
         if (recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300) continue;
         if (two_dimensional) {
+          // summed in another order than the labels: more than rounding above
+          if (recompute + left.at(t.to, next_kept) > recompute_bound * (1 + 1e-9) + 1e-300) continue;
           if (saves_recompute(flat_best[t.to], recompute)) continue;
           if (flat[t.to] && next_kept <= flat_kept[t.to]) flat_best[t.to] = std::min(flat_best[t.to], recompute);
         }
@@ -404,6 +418,106 @@ class dp_engine : public stage_graph {
       }
     }
   }
+
+  // The least recompute left from each state by the kept bytes held there,
+  // tabulated at up to `levels` levels per state: level j of s holds kept
+  // bytes from j · 2^shift(s), and its entry is the least recompute left over
+  // the stages that fit from there (the first stage feasible at the level's
+  // lowest kept bytes, then the entry at what it keeps). Holding more only
+  // removes stages and raises the levels after them, so an entry never
+  // exceeds the recompute left from any kept bytes of its level: a label
+  // that cannot beat a known plan by it is dropped. O(levels) per stage.
+  class recompute_floor {
+   public:
+    recompute_floor() = default;
+    recompute_floor(const dp_engine& e, std::uint64_t budget, std::uint32_t final, const std::vector<char>& finishes,
+                    const std::vector<std::uint64_t>& most_kept)
+        : levels_(std::clamp<std::size_t>(std::min(level_steps / std::max<std::size_t>(e.transitions_.size(), 1),
+                                                   level_entries / std::max<std::size_t>(e.states_.size(), 1)),
+                                          16, 1024)),
+          shift_(e.states_.size(), 0), left_(e.states_.size() * levels_, std::numeric_limits<double>::infinity()) {
+      for (std::size_t s = 0; s < shift_.size(); ++s)
+        while ((most_kept[s] >> shift_[s]) >= levels_) ++shift_[s];
+      std::fill_n(left_.begin() + static_cast<std::ptrdiff_t>(std::size_t{final} * levels_), levels_, 0.0);
+      for (std::size_t k = e.transitions_.size(); k-- > 0;) {
+        const transition& t = e.transitions_[k];
+        if (t.from == final || !finishes[t.to] || t.peak > budget || most_kept[t.to] < t.kept_added) continue;
+        const std::uint64_t most = std::min(budget - t.peak, most_kept[t.to] - t.kept_added);
+        double* here = &left_[std::size_t{t.from} * levels_];
+        for (std::size_t j = 0; j < levels_ && (std::uint64_t{j} << shift_[t.from]) <= most; ++j) {
+          here[j] = std::min(here[j], t.recompute + at(t.to, (std::uint64_t{j} << shift_[t.from]) + t.kept_added));
+          ++steps_;
+        }
+      }
+    }
+    bool empty() const noexcept { return left_.empty(); }
+    // Table entries filled, a measure of the work done.
+    std::uint64_t steps() const noexcept { return steps_; }
+    // A floor under the recompute left from s holding `kept` (≤ most_kept[s]) bytes.
+    double at(std::uint32_t s, std::uint64_t kept) const {
+      if (left_.empty()) return 0;
+      return left_[std::size_t{s} * levels_ + std::min<std::uint64_t>(kept >> shift_[s], levels_ - 1)];
+    }
+
+   private:
+    // Levels per state: as many as keep the table's work and size near these.
+    static constexpr std::size_t level_steps = std::size_t{1} << 24, level_entries = std::size_t{1} << 21;
+    std::size_t levels_ = 0;
+    std::vector<std::uint8_t> shift_;  // per state: kept bytes >> shift_ is the level
+    std::vector<double> left_;
+    std::uint64_t steps_ = 0;
+  };
+
+  // The least recompute of the plans a beam of two-dimensional labels finds
+  // within `budget` (infinity if none): whenever a state's staircase of
+  // (kept, recompute) doubles past the beam's width, only the labels with the
+  // least recompute by `left` (theirs and the floor after them) stay, so
+  // every label left is a real partial plan. O(width) per stage.
+  double beam_recompute(std::uint64_t budget, std::uint32_t final, const std::vector<std::uint64_t>& most_kept,
+                        const recompute_floor& left, std::uint64_t& extended) const {
+    using point = std::pair<std::uint64_t, double>;
+    const std::size_t width = std::clamp<std::size_t>(beam_steps / std::max<std::size_t>(transitions_.size(), 1), 4, 64);
+    std::vector<std::vector<point>> fronts(states_.size());
+    fronts[0].push_back({0, 0.0});
+    auto insert = [](std::vector<point>& front, point p) {
+      auto at = std::lower_bound(front.begin(), front.end(), p.first,
+                                 [](const point& x, std::uint64_t k) { return x.first < k; });
+      if (at != front.end() && at->first == p.first && at->second <= p.second) return;
+      if (at != front.begin() && std::prev(at)->second <= p.second) return;
+      auto end = at;
+      while (end != front.end() && end->second >= p.second) ++end;
+      if (end == at) {
+        front.insert(at, p);
+      } else {
+        *at = p;
+        front.erase(at + 1, end);
+      }
+    };
+    for (const transition& t : transitions_) {
+      const std::vector<point>& from = fronts[t.from];
+      if (from.empty() || most_kept[t.to] < t.kept_added) continue;
+      std::vector<point>& to = fronts[t.to];
+      for (const point& x : from)
+        if (x.first + t.peak <= budget && x.first <= most_kept[t.to] - t.kept_added) {
+          insert(to, {x.first + t.kept_added, x.second + t.recompute});
+          ++extended;
+        }
+      if (to.size() > 2 * width) {
+        auto score = [&](const point& x) { return x.second + left.at(t.to, x.first); };
+        std::nth_element(to.begin(), to.begin() + static_cast<std::ptrdiff_t>(width), to.end(),
+                         [&](const point& x, const point& y) { return score(x) < score(y); });
+        to.resize(width);
+        std::sort(to.begin(), to.end());
+      }
+    }
+    double best = std::numeric_limits<double>::infinity();
+    for (const point& x : fronts[final]) best = std::min(best, x.second);
+    return best;
+  }
+  static constexpr std::size_t beam_steps = std::size_t{1} << 21;
+  // Work units a floor entry and a beam label cost (time_budget::charge;
+  // calibrated in docs/algorithms.md).
+  static constexpr std::uint64_t floor_step_work = 3, beam_step_work = 25;
 
   bool two_dimensional_ = true;
   bool labels_capped_ = false;

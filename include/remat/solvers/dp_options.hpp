@@ -63,6 +63,11 @@ struct dp_options {
   /// The label phase stops past this many labels and falls back to the
   /// least-kept plan (see dp_result).
   std::uint64_t max_labels = std::uint64_t{1} << 23;
+  /// Two-dimensional labels (the memory and time objectives): past this many,
+  /// a floor under the recompute left by kept bytes, and a plan found by a
+  /// beam along it, drop labels that cannot win (dp_engine::labels_within).
+  /// Exact either way; 0 bounds from the start, the maximum never.
+  std::uint64_t recompute_floor_after = std::uint64_t{1} << 16;
   /// Only chains that keep gradient sums bit-for-bit (gradient_order_constraints):
   /// then a plan never changes a single bit of the gradients.
   bool preserve_gradient_order = true;

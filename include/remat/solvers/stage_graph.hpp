@@ -386,12 +386,10 @@ class stage_graph {
     };
     struct undo_entry {
       std::uint64_t released, read_dropped, forward, live, held, params_in_stage;
-      double read_dropped_time;
     };
     std::vector<node_id> stage;
     std::vector<undo_entry> undo;
     std::uint64_t read_dropped = 0, forward = 0, live = 0, stage_key = 0;
-    double read_dropped_time = 0;
     std::vector<std::uint32_t>& outside = outside_;  // consumers outside L ∪ V, per stage node
     if (outside.size() < g_.size()) outside.resize(g_.size());
     std::vector<std::uint32_t>& stage_consumers = stage_consumers_;
@@ -411,7 +409,7 @@ class stage_graph {
     bool ok = true;
     auto enter = [&](node_id a) {
       const bool in_order = !prefix_only || a == (stage.empty() ? next_prefix : next_after(stage.back()));
-      undo.push_back({released, read_dropped, forward, live, held, params_in_stage, read_dropped_time});
+      undo.push_back({released, read_dropped, forward, live, held, params_in_stage});
       stage.push_back(a);
       stage_key ^= key_of_[a];
       params_in_stage += g_.params(a);
@@ -433,10 +431,7 @@ class stage_graph {
         held = held - start_of(p, outside[p]) + start_of(p, outside[p] - 1);
         if (--outside[p] == 0) {  // p stops being kept: it dies after a, and becomes recomputed if read
           live -= g_.bytes(p);
-          if (g_.read_by_backward(p)) {
-            read_dropped += g_.bytes(p);
-            read_dropped_time += g_.time(p);
-          }
+          if (g_.read_by_backward(p)) read_dropped += g_.bytes(p);
         }
       }
       if (!a_kept) live -= g_.bytes(a);
@@ -464,7 +459,7 @@ class stage_graph {
       stage_key ^= key_of_[a];
       held = undo.back().held;
       params_in_stage = undo.back().params_in_stage;
-      restore(a, in_base, stage, undo, released, read_dropped, forward, live, read_dropped_time);
+      restore(a, in_base, stage, undo, released, read_dropped, forward, live);
     };
     const node_id limit = static_cast<node_id>(g_.size() - 1);
     walker_.walk(in_base, pc.first, limit, enter, leave, [&] { return !ok; });
@@ -489,8 +484,7 @@ class stage_graph {
 
   template <class InBase, class Undo>
   void restore(node_id a, InBase&& in_base, std::vector<node_id>& stage, std::vector<Undo>& undo,
-               std::uint64_t& released, std::uint64_t& read_dropped, std::uint64_t& forward, std::uint64_t& live,
-               double& read_dropped_time) {
+               std::uint64_t& released, std::uint64_t& read_dropped, std::uint64_t& forward, std::uint64_t& live) {
     for (node_id p : g_.predecessors(a)) {
       if (g_.is_input(p)) continue;
       if (in_base(p)) {
@@ -504,7 +498,6 @@ class stage_graph {
     read_dropped = u.read_dropped;
     forward = u.forward;
     live = u.live;
-    read_dropped_time = u.read_dropped_time;
     undo.pop_back();
     stage.pop_back();
   }
