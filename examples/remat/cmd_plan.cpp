@@ -40,6 +40,8 @@ void add_plan_command(CLI::App& app) {
     double time_limit = 60;
     double work_limit = static_cast<double>(default_work_limit);
     double bound_time = 0.25;
+    double general_work = static_cast<double>(exact_options{}.general_search_work);
+    double max_recompute = 0;
     std::uint64_t max_lower_sets = 20000;
     bool json = false, quiet = false;
   };
@@ -84,6 +86,14 @@ void add_plan_command(CLI::App& app) {
                   "seconds exact spends on a lower bound above the per-op floor when its plan is not proven (0: none)")
       ->check(seconds_check(true))
       ->capture_default_str();
+  cmd->add_option("--general-work", opt->general_work,
+                  "work units of the local search over general plans exact runs first past 16 computed nodes "
+                  "(0: stage plans only)")
+      ->check(CLI::Range(0.0, 1.8e19))
+      ->capture_default_str();
+  cmd->add_option("--max-recompute", opt->max_recompute,
+                  "forward passes exact's general plans may recompute (0: no limit; a stage plan recomputes at most 1)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("-o,--output", opt->output, "write the plan (schedule and figures) as JSON");
   cmd->add_option("--dot", opt->dot, "write the graph under the plan as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
@@ -101,6 +111,8 @@ void add_plan_command(CLI::App& app) {
     so.time_limit = to_milliseconds(opt->time_limit);
     so.work_limit = static_cast<std::uint64_t>(opt->work_limit);
     so.bound_time_limit = to_milliseconds(opt->bound_time);
+    so.general_search_work = static_cast<std::uint64_t>(opt->general_work);
+    if (opt->max_recompute > 0) so.general_max_recompute = opt->max_recompute;
     progress_line progress;
     if (!opt->quiet && progress_line::wanted()) so.progress = std::ref(progress);
     if (!opt->budget.empty()) {

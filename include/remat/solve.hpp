@@ -8,7 +8,7 @@
 ///
 /// | method     | plan family | what it guarantees |
 /// | ---------- | ----------- | ------------------ |
-/// | `exact`    | lower-set chains; general plans up to 16 computed nodes | optimal (over general plans when its general programme, solvers/general_dp.hpp, completes) when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound from a subgraph (solvers/subgraph_bound.hpp) |
+/// | `exact`    | lower-set chains; general plans (exactly up to 16 computed nodes; past that, from a local search with a fixed work count) | past 16 computed nodes (memory objective) first a general plan (solvers/exact_general.hpp), the answer when a search bounded by its peak shows every stage plan higher (`feasible` over the per-op floor; `optimal` at it); otherwise optimal (over general plans when its general programme, solvers/general_dp.hpp, completes) when the graph has at most `max_lower_sets` lower sets; else the best plan of the chain and approximate families: `optimal` (least peak, recompute not minimised) when a search bounded by its peak proves no stage plan lower, else `feasible` with a lower bound from a subgraph (solvers/subgraph_bound.hpp) |
 /// | `dp`       | lower-set chains | the exact programme alone (its own cap and time limit) |
 /// | `chain`    | id-interval stages | optimal over them (all plans on a linear graph) |
 /// | `approx`   | Kusumoto's principal lower sets | optimal over them |
@@ -145,6 +145,12 @@ struct solve_options {
   /// general plans below the stage optimum may take (solvers/general_dp.hpp;
   /// of work, under a work limit); 0 skips it, leaving a stage optimum.
   std::chrono::milliseconds general_time_limit{250};
+  /// `exact` on larger graphs (memory objective): the work units a local
+  /// search over general plans may do before the stage programme
+  /// (solvers/exact.hpp); 0 skips it, leaving stage plans.
+  std::uint64_t general_search_work = exact_options{}.general_search_work;
+  /// The most those general plans may recompute, in forward passes.
+  double general_max_recompute = exact_options{}.general_max_recompute;
   /// The order the plan runs its nodes in. With `best`, `exact` solves in the
   /// graph's order, then (when they differ, and the time limit leaves at least
   /// as long as the first took) in the consumers-first order, and keeps the
@@ -206,7 +212,8 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
   switch (options.method) {
     case method::exact:
       s = solve_exact(g, {options.goal, options.budget, options.max_lower_sets, time, options.preserve_gradient_order,
-                          options.bound_time_limit, options.order, options.general_time_limit});
+                          options.bound_time_limit, options.order, options.general_time_limit,
+                          options.general_search_work, options.general_max_recompute});
       break;
     case method::kept_search:
       s = solve_kept_search(g, {options.goal, options.budget, options.order, options.preserve_gradient_order, time,
@@ -215,7 +222,8 @@ inline solution solve(const graph& g, const solve_options& options = {}) {
     case method::general_search:
       s = solve_general_search(g, {options.goal, options.budget, options.max_lower_sets, time,
                                    options.preserve_gradient_order, options.order, options.bound_time_limit,
-                                   options.general_time_limit});
+                                   options.general_time_limit, options.general_search_work,
+                                   options.general_max_recompute});
       break;
     case method::dp: s = in_order([&](const graph& h) { return solve_dp(h, stages); }); break;
     case method::chain: s = in_order([&](const graph& h) { return solve_chain(h, stages); }); break;

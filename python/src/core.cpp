@@ -355,7 +355,8 @@ PYBIND11_MODULE(_core, m) {
       [](std::shared_ptr<graph> g, const std::string& method_name, const std::string& objective_name,
          const py::object& budget, const std::string& order, double time_limit, std::uint64_t max_lower_sets,
          std::size_t every_k, bool preserve_gradient_order, std::uint64_t max_segment_labels,
-         double bound_time_limit, const py::object& max_memory, const py::object& work_limit) {
+         double bound_time_limit, const py::object& max_memory, const py::object& work_limit,
+         const py::object& general_work, const py::object& max_recompute) {
         solve_options o;
         o.method = parse_name<method>("method", method_name, parse_method,
                                       "exact, dp, chain, approx, mincut, ogc, ogc-exact, kept-search, general-search, sqrt, "
@@ -373,6 +374,12 @@ PYBIND11_MODULE(_core, m) {
         o.bound_time_limit = to_milliseconds("bound_time_limit", bound_time_limit, 1e7);
         if (!max_memory.is_none()) o.max_memory = to_bytes("max_memory", max_memory);
         o.work_limit = work_limit.is_none() ? 0 : to_bytes("work_limit", work_limit, "work units");
+        o.general_search_work = to_bytes("general_work", general_work, "work units");
+        if (!max_recompute.is_none()) {
+          const double passes = max_recompute.cast<double>();
+          if (!(passes >= 0)) throw py::value_error("max_recompute must be a number of forward passes, 0 or more");
+          o.general_max_recompute = passes;
+        }
         py_solution r{g, {}};
         {
           py::gil_scoped_release unlocked;  // a long search leaves other Python threads running
@@ -385,10 +392,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("max_lower_sets") = solve_options{}.max_lower_sets, py::arg("every_k") = solve_options{}.every_k,
       py::arg("preserve_gradient_order") = true, py::arg("max_segment_labels") = solve_options{}.max_segment_labels,
       py::arg("bound_time_limit") = 0.25, py::arg("max_memory") = py::none(),
-      py::arg("work_limit") = default_work_limit,
+      py::arg("work_limit") = default_work_limit, py::arg("general_work") = solve_options{}.general_search_work,
+      py::arg("max_recompute") = py::none(),
       "A checkpointing plan for `graph` (remat::solve). time_limit and bound_time_limit are seconds "
       "(0: none); budget and max_memory are bytes; work_limit is work units (None: none), which "
-      "end a search at the same point on any machine, so the plan depends on the graph alone.");
+      "end a search at the same point on any machine, so the plan depends on the graph alone. "
+      "general_work: work units of the local search over general plans exact runs first past 16 computed "
+      "nodes (0: stage plans only); max_recompute: forward passes its general plans may recompute (None: no limit).");
 
   m.def(
       "simulate",

@@ -115,12 +115,27 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # optimal plans, objectives, budgets, the frontier
     resnet = str(ROOT / "examples/graphs/resnet50.json")
-    r = run("plan", resnet, "--method", "exact", "--json")
+    # exact over stage plans alone (--general-work 0), the baseline the other methods are held to
+    r = run("plan", resnet, "--method", "exact", "--general-work", "0", "--json")
     exact = json.loads(r.stdout) if r.returncode == 0 else {}
     check("plan --method exact is optimal and beats sqrt", exact.get("status") == "optimal" and
           exact.get("peak", 1 << 62) < json.loads(run("plan", resnet, "--method", "sqrt", "--json").stdout)["peak"],
           r.stdout + r.stderr)
-    r = run("plan", resnet, "--method", "exact", "--order", "best", "--json")
+    r = run("plan", resnet, "--json")
+    general = json.loads(r.stdout) if r.returncode == 0 else {}
+    kept = json.loads(run("plan", resnet, "--method", "kept-search", "--json").stdout)
+    check("plan: by default exact's general plan, below the stage optimum and kept-search, says its recompute",
+          general.get("produced_by") == "general local search" and general.get("status") == "feasible" and
+          general.get("peak", 1 << 62) < min(exact.get("peak", 0), kept.get("peak", 0)) and
+          general.get("lower_bound_holds_for") == "every plan" and "forward passes" in run("plan", resnet).stdout,
+          r.stdout + r.stderr)
+    r = run("plan", resnet, "--max-recompute", "1", "--json")
+    held = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("plan --max-recompute 1: at most a forward pass of recompute, between the two peaks",
+          r.returncode == 0 and general.get("peak", 1 << 62) <= held.get("peak", 0) <= exact.get("peak", 0) and
+          held.get("recompute", 1e9) <= held.get("forward_time", 0) * (1 + 1e-9), r.stdout + r.stderr)
+    expect_error("a negative --general-work", ["plan", resnet, "--general-work", "-1"], "--general-work")
+    r = run("plan", resnet, "--method", "exact", "--general-work", "0", "--order", "best", "--json")
     in_both = json.loads(r.stdout) if r.returncode == 0 else {}
     check("plan --order best tries the consumers-first order too, lower here; by default (241 lower sets) the "
           "graph's order", exact.get("order") == "graph" and in_both.get("order") == "consumers-first" and

@@ -79,6 +79,7 @@ TEST_CASE("solve: on ResNet-50 kept-search goes below exact's proven stage optim
   const graph g = zoo::build("resnet50");
   solve_options exact;
   exact.order = order_choice::best;
+  exact.general_search_work = 0;  // stage plans alone
   const solution stages = solve(g, exact);
   REQUIRE(stages.status == solve_status::optimal);
   solve_options search;

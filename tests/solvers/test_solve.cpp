@@ -18,6 +18,17 @@
 
 using namespace remat;
 
+namespace {
+
+// exact over stage plans alone: no general plan first (test_exact_general.cpp tests that step).
+solve_options stage_plans() {
+  solve_options o;
+  o.general_search_work = 0;
+  return o;
+}
+
+}  // namespace
+
 TEST_SUITE("solve") {
 
 TEST_CASE("every method: valid plan, figures are the plan's, the stage programmes' claims are the simulator's, "
@@ -60,20 +71,20 @@ TEST_CASE("every method: valid plan, figures are the plan's, the stage programme
   }
 }
 
-TEST_CASE("exact on the zoo's ResNets and DenseNets is optimal; on Inception v3 it proves the fallback's peak least, "
-          "on DARTS it gives a bound") {
+TEST_CASE("exact over stage plans on the zoo's ResNets and DenseNets is optimal; on Inception v3 it proves the "
+          "fallback's peak least, on DARTS it gives a bound") {
   for (const char* name : {"resnet50", "densenet121"}) {
-    const solution s = solve(zoo::build(name));
+    const solution s = solve(zoo::build(name), stage_plans());
     CHECK(s.status == solve_status::optimal);
     CHECK(s.peak_lower_bound == s.claimed_peak);
   }
-  const solution inception = solve(zoo::build("inception-v3"));
+  const solution inception = solve(zoo::build("inception-v3"), stage_plans());
   CHECK(inception.status == solve_status::optimal);
   CHECK(inception.message.find("least peak proven") != std::string::npos);
   CHECK(inception.message.find("recompute is not minimised") != std::string::npos);
   CHECK(inception.peak_lower_bound == inception.claimed_peak);
   CHECK(inception.figures.peak_bytes == inception.claimed_peak);
-  const solution darts = solve(zoo::build("darts-cifar10"));
+  const solution darts = solve(zoo::build("darts-cifar10"), stage_plans());
   CHECK(darts.status == solve_status::feasible);
   CHECK(darts.message.find("lower sets") != std::string::npos);
   // The message names what was tried: no principal lower sets on 1,047 nodes,
@@ -165,10 +176,10 @@ TEST_CASE("exact in the best order: the better of both orders' brute-force optim
 TEST_CASE("on the zoo's NAS networks and ResNets the consumers-first order lowers exact's plan; by default only "
           "past the lower-set cap") {
   const graph resnet = zoo::build("resnet50");
-  CHECK(solve(resnet).best.order.empty());  // 241 lower sets: the graph's order, proven optimal there
+  CHECK(solve(resnet, stage_plans()).best.order.empty());  // 241 lower sets: the graph's order, proven optimal there
   for (const char* name : {"resnet50", "darts-cifar10"}) {
     const graph g = zoo::build(name);
-    solve_options graph_order, both;
+    solve_options graph_order = stage_plans(), both = stage_plans();
     graph_order.order = order_choice::graph;
     both.order = order_choice::best;
     const solution in_graph = solve(g, graph_order);
@@ -181,14 +192,14 @@ TEST_CASE("on the zoo's NAS networks and ResNets the consumers-first order lower
     CHECK(best.message.find("run in the consumers-first order (the graph's order peaks at") != std::string::npos);
   }
   // Past the cap (DARTS: over 10⁸ lower sets) the default tries both orders.
-  CHECK(!solve(zoo::build("darts-cifar10")).best.order.empty());
+  CHECK(!solve(zoo::build("darts-cifar10"), stage_plans()).best.order.empty());
 }
 
 TEST_CASE("past the lower-set cap, the bounded search below a plan proves or finds the exact programme's least peak") {
   std::size_t proven = 0, graphs = 0, above = 0, found = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const graph g = test::random_dag(6 + seed % 14, seed, 2 + seed % 4, 1 + seed % 3);
-    solve_options graph_order;  // one order: the search below a plan works in the order it is given
+    solve_options graph_order = stage_plans();  // one order: the search below a plan works in the order it is given
     graph_order.order = order_choice::graph;
     graph_order.general_time_limit = std::chrono::milliseconds(0);  // the stage optimum
     const solution full = solve(g, graph_order);
@@ -266,8 +277,8 @@ TEST_CASE("mincut: nested min-cut stages, the per-op floor as bound, and an impo
 
 TEST_CASE("time objective: within the budget, infeasible budgets name the smallest feasible one") {
   const graph g = test::resnet_like(12);
-  const solution least = solve(g);
-  solve_options o;
+  const solution least = solve(g, stage_plans());
+  solve_options o = stage_plans();
   o.goal = objective::time;
   o.budget = least.claimed_peak;
   const solution at = solve(g, o);
@@ -446,11 +457,14 @@ TEST_CASE("each method counts in its own words and says why its plan is not prov
     o.method = m;
     return solve(g, o);
   };
-  const solution exact = run(method::exact);
+  const solution exact = run(method::exact);  // a general plan at the per-op floor
   CHECK(exact.status == solve_status::optimal);
   CHECK(exact.unproven() == unproven_reason::none);
-  CHECK(exact.stats.count("lower sets") > 0);
-  CHECK(exact.stats.count("stages evaluated") > 0);
+  CHECK(exact.stats.count("general plans simulated") > 0);
+  const solution stages = solve(g, stage_plans());
+  CHECK(stages.status == solve_status::optimal);
+  CHECK(stages.stats.count("lower sets") > 0);
+  CHECK(stages.stats.count("stages evaluated") > 0);
 
   const solution mincut = run(method::mincut);
   CHECK(mincut.unproven() == unproven_reason::no_proof);

@@ -169,11 +169,13 @@ TEST_CASE("exact reports the subgraph bound when it cannot prove its plan, and t
   const std::uint64_t floor = per_op_floor(g).bytes;
   solve_options none;
   none.bound_time_limit = std::chrono::milliseconds(0);
+  none.general_search_work = 0;  // stage plans, which the subgraph bound speaks of
   const solution at_floor = solve(g, none);
   CHECK(at_floor.peak_lower_bound == floor);
   CHECK(at_floor.message.find("the lower bound is the per-op floor") != std::string::npos);
   solve_options generous;
   generous.bound_time_limit = std::chrono::seconds(2);
+  generous.general_search_work = 0;
   const solution lifted = solve(g, generous);
   CHECK(lifted.status == solve_status::feasible);
   CHECK(lifted.peak_lower_bound > floor);
@@ -207,14 +209,21 @@ TEST_CASE("beyond the cap a budget under a bound is infeasible; one no fallback 
   CHECK(below_path.message.find("the least feasible budget is at most") != std::string::npos);
 
   // Every fallback plan peaks above 580 MiB; nothing refutes 400 MiB, and
-  // nothing shows a plan within it: not infeasible, stopped.
+  // no stage plan shows a plan within it: not infeasible, stopped.
   time.budget = std::uint64_t{400} << 20;
   time.bound_time_limit = std::chrono::milliseconds(300);
+  time.general_search_work = 0;
   const solution between = solve(g, time);
   CHECK(between.status == solve_status::stopped);
   CHECK(between.best.steps.empty());
   CHECK(between.peak_lower_bound <= time.budget);
   CHECK(between.message.find("none ruled out") != std::string::npos);
+  // A general plan meets it (382.0 MiB, 2026-11-28).
+  time.general_search_work = exact_options{}.general_search_work;
+  const solution general = solve(g, time);
+  CHECK(general.status == solve_status::feasible);
+  CHECK(general.figures.peak_bytes <= time.budget);
+  CHECK(general.produced_by == "general local search");
 }
 
 }  // TEST_SUITE

@@ -333,7 +333,7 @@ struct explanation {
 };
 
 /// Explains `g`'s training memory: regular training, `chosen` (if any) and the
-/// optimal plan of remat::solve (method exact), each simulated; the per-op
+/// optimal stage plan of remat::solve (method exact over stage plans), each simulated; the per-op
 /// floor. \throws invalid_schedule when the simulator rejects `chosen`;
 /// remat::error when a figure with the optimizer's state reaches 2⁶³ bytes
 /// (savings are signed 64-bit numbers).
@@ -357,6 +357,8 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   so.method = method::exact;
   so.time_limit = options.time_limit;
   so.max_lower_sets = options.max_lower_sets;
+  // Stage plans: the bound and the frontier the explanation gives are theirs.
+  so.general_search_work = 0;
   solution s;
   if (options.budget && *options.budget >= e.optimizer_state) {
     so.goal = objective::time;

@@ -1,10 +1,20 @@
 #pragma once
 
 /// \file
-/// The `exact` method: the least-peak (or least-recompute) stage plan, proven
-/// optimal over all stage plans wherever the proof is affordable, and the best
-/// plan with a lower bound elsewhere. A portfolio:
+/// The `exact` method: the least-peak (or least-recompute) plan, proven
+/// optimal wherever the proof is affordable, and the best plan with a lower
+/// bound elsewhere. A portfolio:
 ///
+/// 0. Past 16 computed nodes, the memory objective: a general plan
+///    (schedule_from_kept_stages) from a local search started at min-cut
+///    stages' kept values with a stage per node, within
+///    `general_search_work` units (general_local_search.hpp). When a search
+///    bounded by its peak shows that every stage plan peaks higher, it is
+///    the answer (the per-op floor its bound, `optimal` at the floor).
+///    Otherwise steps 1–4 run and it stands where it still ranks first. For
+///    a budget (the time objective) it is tried only where no stage plan
+///    meets the budget. Its recompute is not minimised and can pass a
+///    forward pass (the message says so).
 /// 1. Regular training already at the per-op floor: nothing can do better.
 /// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
 ///    of them (solve_dp, three quarters of the time); `optimal` when it
@@ -23,8 +33,8 @@
 /// With order `best` (and `automatic` past the cap) the whole portfolio runs
 /// in the graph's order and, with the time left, in the consumers-first order
 /// (solvers/orders.hpp); the better plan wins and the bounds hold for both.
-/// Elsewhere its `optimal` covers stage plans only: kept-set plans
-/// (kept_search.hpp) are another family and can peak lower.
+/// Where steps 1–4 answer, their `optimal` covers stage plans only
+/// (solution::proof_family says which family).
 
 #include <remat/config.hpp>
 
@@ -32,6 +42,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +57,8 @@
 #include <remat/solvers/chain.hpp>
 #include <remat/solvers/common.hpp>
 #include <remat/solvers/dp.hpp>
+#include <remat/solvers/exact_general.hpp>
+#include <remat/solvers/exact_options.hpp>
 #include <remat/solvers/general_dp.hpp>
 #include <remat/solvers/mincut.hpp>
 #include <remat/solvers/ogc.hpp>
@@ -55,32 +68,6 @@
 #include <remat/units.hpp>
 
 namespace remat {
-
-/// `exact` searches general plans on graphs of at most this many computed
-/// nodes: past it the kept subsets of a stage outgrow any `general_time_limit`
-/// worth waiting (measured in docs/results-solvers.md, "The exact programme
-/// over general plans").
-inline constexpr std::size_t exact_general_max_nodes = 16;
-
-struct exact_options {
-  objective goal = objective::memory;
-  std::uint64_t budget = no_budget;  ///< the time objective's byte budget
-  /// Above this many lower sets the programme over all of them gives way to
-  /// the fallbacks (branchy graphs past ~2·10⁴ lower sets take it from
-  /// seconds to minutes).
-  std::uint64_t max_lower_sets = 20000;
-  time_budget time;
-  bool preserve_gradient_order = true;
-  /// The most an unproven plan's lower bound may take (subgraph_bound.hpp),
-  /// within the time budget; 0 keeps the per-op floor.
-  std::chrono::milliseconds bound_time_limit{250};
-  /// `best`: both orders; `automatic`: both past `max_lower_sets` only.
-  order_choice order = order_choice::automatic;
-  /// The most the search over general plans below the stage optimum may take
-  /// (graphs of up to exact_general_max_nodes computed nodes; of work, under
-  /// a work limit), within the time budget; 0 skips it.
-  std::chrono::milliseconds general_time_limit{250};
-};
 
 namespace detail {
 
@@ -143,8 +130,7 @@ inline void say_also(solution& s, const std::string& clause) {
 // Whether `exact` searches general plans on g (see exact_general_max_nodes).
 inline bool general_plans_searched(const graph& g, const exact_options& options, const time_budget& time) {
   if (options.general_time_limit.count() <= 0 || time.expired()) return false;
-  std::size_t computed = 0;
-  for (node_id v = 0; v < g.size(); ++v) computed += !g.is_input(v);
+  const std::size_t computed = computed_nodes(g);
   return computed > 0 && computed <= exact_general_max_nodes;
 }
 
@@ -492,6 +478,59 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
   return done();
 }
 
+// `exact` over stage plans alone, in the orders options.order names (see
+// the file comment).
+inline solution exact_over_stage_plans(const graph& g, const exact_options& options, std::uint64_t floor) {
+  if (options.order == order_choice::graph) return exact_in_id_order(g, options, floor);
+  if (options.order == order_choice::consumers_first) {
+    const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
+    return solve_in_order(g, order, [&](const graph& h) { return exact_in_id_order(h, options, floor); });
+  }
+  // The graph's order first, with the whole budget; the other order
+  // (`automatic`: only past the lower-set cap, which the first solve counted)
+  // with what is left, when that is at least what the first took (else the
+  // graph's order alone: on a very large NAS stack with a small limit, halving
+  // the time left both orders' fallbacks too little to find a plan). An
+  // unproven plan's subgraph bound waits until the better plan is known,
+  // which gets the whole bound time.
+  const time_budget& time = options.time;
+  unproven_exact why_graph, why_other;
+  const budget_mark before_first = time.mark();
+  solution first = exact_in_id_order(g, options, floor, &why_graph);
+  // No order goes below the per-op floor, and none recomputes less than nothing.
+  const bool unbeatable = first.status == solve_status::optimal &&
+                          (options.goal == objective::memory ? first.claimed_peak == floor
+                                                             : first.claimed_recompute == 0);
+  std::vector<node_id> order;
+  if (!unbeatable && time.has_left(before_first) && (options.order == order_choice::best || why_graph.over_cap))
+    order = consumers_first(g, options.preserve_gradient_order);
+  if (order.empty() || is_id_order(order)) {
+    if (!why_graph.tried.empty()) finish_unproven(g, options, time, floor, first, why_graph);
+    return first;
+  }
+  const graph h = reorder_graph(g, order);
+  solution second = map_back(exact_in_id_order(h, options, floor, &why_other), g, order);
+  const bool other_wins = beats(second, first, options.goal);
+  solution& winner = other_wins ? second : first;
+  solution& loser = other_wins ? first : second;
+  const graph& winner_graph = other_wins ? h : g;
+  const graph& loser_graph = other_wins ? g : h;
+  const unproven_exact& why_winner = other_wins ? why_other : why_graph;
+  if (!why_winner.tried.empty()) finish_unproven(winner_graph, options, time, floor, winner, why_winner);
+  // The other order's plans need a bound too, but only as high as the winner's.
+  const unproven_exact& why_loser = other_wins ? why_graph : why_other;
+  if (!why_loser.tried.empty() && options.goal == objective::memory && options.bound_time_limit.count() > 0 &&
+      !time.expired() && winner.peak_lower_bound > loser.peak_lower_bound) {
+    subgraph_bound_options up_to;
+    up_to.stop_above = winner.peak_lower_bound - 1;
+    up_to.time = bound_budget(options, time);
+    up_to.per_op_floor = floor;
+    loser.peak_lower_bound =
+        std::max(loser.peak_lower_bound, std::min(subgraph_peak_bound(loser_graph, up_to).bytes, loser.claimed_peak));
+  }
+  return best_of_orders(std::move(first), std::move(second), options.goal);
+}
+
 }  // namespace detail
 
 /// The `exact` method (see the file comment). Never throws for a hard
@@ -506,55 +545,52 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     return s;
   };
   const std::uint64_t floor = per_op_floor(g).bytes;
-  if (options.order == order_choice::graph) return finished(detail::exact_in_id_order(g, options, floor));
-  if (options.order == order_choice::consumers_first) {
-    const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
-    return finished(
-        solve_in_order(g, order, [&](const graph& h) { return detail::exact_in_id_order(h, options, floor); }));
+  // Past the general programme's size, general plans first for the least
+  // peak; for a budget, only where no stage plan meets it.
+  const bool large = options.general_search_work > 0 && detail::computed_nodes(g) > exact_general_max_nodes;
+  std::optional<solution> general;
+  if (large && options.goal == objective::memory && !options.time.expired()) {
+    general = detail::general_local_plan(g, options, floor);
+    // When every stage plan peaks above the general plan, the stage
+    // programme has nothing to add; the search bounded by its peak that
+    // shows it is cheap where the general plan is far below the stage optimum.
+    const std::optional<std::string> searched =
+        general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak) : std::nullopt;
+    if (searched) {
+      detail::say_general(g, *general, options.goal,
+                          "every stage plan peaks higher (a search bounded by its peak ended after " + *searched + ")");
+      return finished(std::move(*general));
+    }
   }
-  // The graph's order first, with the whole budget; the other order
-  // (`automatic`: only past the lower-set cap, which the first solve counted)
-  // with what is left, when that is at least what the first took (else the
-  // graph's order alone: on a very large NAS stack with a small limit, halving
-  // the time left both orders' fallbacks too little to find a plan). An
-  // unproven plan's subgraph bound waits until the better plan is known,
-  // which gets the whole bound time.
-  const time_budget& time = options.time;
-  detail::unproven_exact why_graph, why_other;
-  const budget_mark before_first = time.mark();
-  solution first = detail::exact_in_id_order(g, options, floor, &why_graph);
-  // No order goes below the per-op floor, and none recomputes less than nothing.
-  const bool unbeatable = first.status == solve_status::optimal &&
-                          (options.goal == objective::memory ? first.claimed_peak == floor
-                                                             : first.claimed_recompute == 0);
-  std::vector<node_id> order;
-  if (!unbeatable && time.has_left(before_first) && (options.order == order_choice::best || why_graph.over_cap))
-    order = consumers_first(g, options.preserve_gradient_order);
-  if (order.empty() || is_id_order(order)) {
-    if (!why_graph.tried.empty()) detail::finish_unproven(g, options, time, floor, first, why_graph);
-    return finished(std::move(first));
+  solution stages = detail::exact_over_stage_plans(g, options, floor);
+  if (large && options.goal == objective::time && options.budget != no_budget && !options.time.expired() &&
+      (stages.status == solve_status::infeasible || stages.status == solve_status::stopped)) {
+    general = detail::general_local_plan(g, options, floor);
+    if (general && general->status == solve_status::feasible) {
+      general->stats += stages.stats;
+      detail::say_general(g, *general, options.goal, "it peaks within the budget, which no stage plan found does (" +
+                                                     stages.message + ")");
+      return finished(std::move(*general));
+    }
+    // Over the budget, but perhaps under every stage plan: then its peak is
+    // a budget known to work, below the stage plans' least.
+    const std::uint64_t stage_least =
+        stages.smallest_feasible_budget != 0 ? stages.smallest_feasible_budget : stages.known_feasible_budget;
+    if (general && (stage_least == 0 || general->claimed_peak < stage_least)) {
+      stages.known_feasible_budget = general->claimed_peak;
+      detail::say_also(stages, "a general plan (exact's local search) peaks at " + format_bytes(general->claimed_peak) +
+                                   " (" + std::to_string(general->claimed_peak) + " bytes)");
+    }
+    return finished(std::move(stages));
   }
-  const graph h = reorder_graph(g, order);
-  solution second = map_back(detail::exact_in_id_order(h, options, floor, &why_other), g, order);
-  const bool other_wins = beats(second, first, options.goal);
-  solution& winner = other_wins ? second : first;
-  solution& loser = other_wins ? first : second;
-  const graph& winner_graph = other_wins ? h : g;
-  const graph& loser_graph = other_wins ? g : h;
-  const detail::unproven_exact& why_winner = other_wins ? why_other : why_graph;
-  if (!why_winner.tried.empty()) detail::finish_unproven(winner_graph, options, time, floor, winner, why_winner);
-  // The other order's plans need a bound too, but only as high as the winner's.
-  const detail::unproven_exact& why_loser = other_wins ? why_graph : why_other;
-  if (!why_loser.tried.empty() && options.goal == objective::memory && options.bound_time_limit.count() > 0 &&
-      !time.expired() && winner.peak_lower_bound > loser.peak_lower_bound) {
-    subgraph_bound_options up_to;
-    up_to.stop_above = winner.peak_lower_bound - 1;
-    up_to.time = detail::bound_budget(options, time);
-    up_to.per_op_floor = floor;
-    loser.peak_lower_bound =
-        std::max(loser.peak_lower_bound, std::min(subgraph_peak_bound(loser_graph, up_to).bytes, loser.claimed_peak));
-  }
-  return finished(best_of_orders(std::move(first), std::move(second), options.goal));
+  if (!general || !beats(*general, stages, options.goal)) return finished(std::move(stages));
+  general->stats += stages.stats;
+  detail::say_general(g, *general, options.goal,
+                      (has_plan(stages) ? format_bytes(stages.claimed_peak - general->claimed_peak) +
+                                              " below the best stage plan ("
+                                        : std::string("no stage plan found (")) +
+                          std::string(to_string(stages.status)) + " over stage plans: " + stages.message + ")");
+  return finished(std::move(*general));
 }
 
 }  // namespace remat

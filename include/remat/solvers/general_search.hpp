@@ -35,195 +35,11 @@
 #include <remat/plan/simulate.hpp>
 #include <remat/solvers/common.hpp>
 #include <remat/solvers/exact.hpp>
+#include <remat/solvers/general_local_search.hpp>
 #include <remat/solvers/kept_search.hpp>
 #include <remat/time_budget.hpp>
 
 namespace remat {
-
-/// A general plan's decision: stages (a stage number per node, as
-/// schedule_from_stages takes), the kept set, each stage's recompute mode
-/// (k-th stage in forward order) and the execution order (empty: the id order).
-struct general_plan {
-  std::vector<std::uint32_t> stage_of;
-  node_set kept;
-  std::vector<stage_recompute> modes;
-  std::vector<node_id> order;
-
-  schedule steps(const graph& g) const { return schedule_from_kept_stages(g, stage_of, kept, modes, order); }
-};
-
-/// The general plan with `s`'s schedule: a stage plan keeps its boundary and
-/// recomputes eagerly; a kept-set plan is one lazy stage.
-inline general_plan as_general_plan(const graph& g, const plan& s) {
-  general_plan out;
-  out.order = s.order;
-  out.kept = node_set(g.size());
-  if (!s.stage_modes.empty()) {  // a general plan already (exact's on small graphs)
-    out.stage_of = s.stage_of;
-    out.kept = s.kept;
-  } else if (!s.stage_of.empty()) {
-    out.stage_of = s.stage_of;
-    const std::vector<char> boundary = detail::stage_boundary(g, s.stage_of);
-    for (node_id v = 0; v < g.size(); ++v)
-      if (boundary[v]) out.kept.insert(v);
-  } else {
-    out.stage_of.assign(g.size(), 0);
-    out.kept = s.kept;
-  }
-  // Stage numbers need not be contiguous: rank them so modes[k] is the k-th.
-  std::vector<std::uint32_t> used;
-  for (node_id v = 0; v < g.size(); ++v)
-    if (!g.is_input(v)) used.push_back(out.stage_of[v]);
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  for (node_id v = 0; v < g.size(); ++v)
-    out.stage_of[v] = g.is_input(v) ? 0 : static_cast<std::uint32_t>(
-                                              std::lower_bound(used.begin(), used.end(), out.stage_of[v]) - used.begin());
-  if (!s.stage_modes.empty()) out.modes = s.stage_modes;
-  else out.modes.assign(used.size(), s.stage_of.empty() ? stage_recompute::lazy : stage_recompute::eager);
-  return out;
-}
-
-/// `start`'s kept values with every computed node its own stage (in
-/// `start`'s order). Each backward then recomputes only what it reads, and
-/// frees it at once, so the plan holds little beyond the kept values; kept
-/// nothing, it peaks near the per-op floor at up to O(n²) recompute steps.
-/// From a stage plan's boundary the recompute stays near the stage plan's,
-/// and improve_general_plan then trades kept values for recompute where the
-/// peak allows.
-inline general_plan with_node_stages(const graph& g, const general_plan& start) {
-  general_plan out;
-  out.order = start.order;
-  out.kept = start.kept;
-  out.stage_of.assign(g.size(), 0);
-  std::uint32_t stage = 0;
-  auto place = [&](node_id v) {
-    if (!g.is_input(v)) out.stage_of[v] = stage++;
-  };
-  if (out.order.empty())
-    for (node_id v = 0; v < g.size(); ++v) place(v);
-  else
-    for (node_id v : out.order) place(v);
-  out.modes.assign(stage, stage_recompute::eager);
-  return out;
-}
-
-struct improve_general_options {
-  objective goal = objective::memory;
-  std::uint64_t budget = no_budget;
-  time_budget time;
-};
-
-struct general_search_result {
-  general_plan best;
-  simulation figures;
-  std::size_t tries = 0, moves = 0, passes = 0;
-  bool time_limit_reached = false;
-};
-
-/// First-improvement passes over `start`'s moves (see the file comment)
-/// until a pass improves nothing or the budget is spent.
-inline general_search_result improve_general_plan(const graph& g, general_plan start,
-                                                  const improve_general_options& options = {}) {
-  general_search_result out;
-  for (node_id v = 0; v < g.size(); ++v)
-    if (g.is_input(v)) start.kept.erase(v);
-  out.best = std::move(start);
-  schedule steps = out.best.steps(g);
-  out.figures = simulate(g, steps);
-  // Which kept-set toggles can improve the plan. Dropping a kept value never
-  // lowers the recompute, nor the memory of the peak step unless the value
-  // is alive there; keeping a value the plan never recomputes changes no
-  // recompute and only adds memory. So only those toggles are tried: the
-  // others cannot rank better, by either objective.
-  // Likewise merging two stages that recompute no value in common recomputes
-  // as much as before and holds at least as much.
-  node_set alive_at_peak(g.size()), recomputed(g.size());
-  std::vector<std::vector<node_id>> recomputed_in;  // per stage, ascending
-  auto note_plan = [&] {
-    alive_at_peak = node_set(g.size());
-    recomputed = node_set(g.size());
-    recomputed_in.assign(out.best.modes.size(), {});
-    std::vector<node_id> pending;  // recomputed for the next backward's stage
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const step s = steps[i];
-      if (s.kind == step_kind::recompute) {
-        recomputed.insert(s.node);
-        pending.push_back(s.node);
-      }
-      if (s.kind == step_kind::backward && !pending.empty()) {
-        std::vector<node_id>& mine = recomputed_in[out.best.stage_of[s.node]];
-        mine.insert(mine.end(), pending.begin(), pending.end());
-        pending.clear();
-      }
-      if (i > out.figures.peak_step) continue;
-      if (s.kind == step_kind::compute || s.kind == step_kind::recompute) alive_at_peak.insert(s.node);
-      if (s.kind == step_kind::free) alive_at_peak.erase(s.node);
-    }
-    for (std::vector<node_id>& in : recomputed_in) std::sort(in.begin(), in.end());
-  };
-  auto share_recompute = [&](std::size_t k) {
-    const std::vector<node_id>& a = recomputed_in[k];
-    const std::vector<node_id>& b = recomputed_in[k + 1];
-    for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
-      if (*i == *j) return true;
-      if (*i < *j) ++i;
-      else ++j;
-    }
-    return false;
-  };
-  note_plan();
-  auto score = [&](const simulation& s) { return rank_plan(s, options.goal, options.budget); };
-  // Tries `candidate`; keeps it when it ranks better.
-  auto attempt = [&](general_plan& candidate) {
-    if (options.time.charge(pass_work(g, 40) + out.figures.recompute_steps * 90)) {
-      out.time_limit_reached = true;
-      return false;
-    }
-    ++out.tries;
-    schedule tried = candidate.steps(g);
-    simulation figures = simulate(g, tried);
-    if (!(score(figures) < score(out.figures))) return false;
-    out.best = std::move(candidate);
-    out.figures = std::move(figures);
-    steps = std::move(tried);
-    note_plan();
-    ++out.moves;
-    return true;
-  };
-  for (bool improved = true; improved && !out.time_limit_reached;) {
-    improved = false;
-    ++out.passes;
-    // A stage of one node runs one backward: both modes recompute the same.
-    std::vector<std::uint32_t> members(out.best.modes.size(), 0);
-    for (node_id v = 0; v < g.size(); ++v)
-      if (!g.is_input(v)) ++members[out.best.stage_of[v]];
-    for (std::size_t k = 0; k < out.best.modes.size() && !out.time_limit_reached; ++k) {
-      if (members[k] < 2) continue;
-      general_plan c = out.best;
-      c.modes[k] = c.modes[k] == stage_recompute::lazy ? stage_recompute::eager : stage_recompute::lazy;
-      improved = attempt(c) || improved;
-    }
-    for (node_id v = 0; v < g.size() && !out.time_limit_reached; ++v) {
-      if (g.is_input(v)) continue;
-      const bool kept = out.best.kept.contains(v);
-      if (kept ? !alive_at_peak.contains(v) : !recomputed.contains(v)) continue;
-      general_plan c = out.best;
-      c.kept.set(v, !kept);
-      improved = attempt(c) || improved;
-    }
-    // Merging stages k and k + 1 (numbered 0..modes.size() - 1): the union is a lower set.
-    for (std::size_t k = 0; k + 1 < out.best.modes.size() && !out.time_limit_reached; ++k) {
-      if (!share_recompute(k)) continue;
-      general_plan c = out.best;
-      for (node_id v = 0; v < g.size(); ++v)
-        if (c.stage_of[v] > k) --c.stage_of[v];
-      c.modes.erase(c.modes.begin() + static_cast<std::ptrdiff_t>(k) + 1);
-      improved = attempt(c) || improved;
-    }
-  }
-  return out;
-}
 
 struct general_search_options {
   objective goal = objective::memory;
@@ -234,6 +50,8 @@ struct general_search_options {
   order_choice order = order_choice::automatic;
   std::chrono::milliseconds bound_time_limit{250};
   std::chrono::milliseconds general_time_limit{250};  ///< `exact`'s, for its starting plan
+  std::uint64_t general_search_work = exact_options{}.general_search_work;  ///< `exact`'s, for its starting plan
+  double general_max_recompute = exact_options{}.general_max_recompute;     ///< `exact`'s, for its starting plan
 };
 
 /// The method `general-search`: `exact` (a third of the budget) gives the
@@ -255,6 +73,8 @@ inline solution solve_general_search(const graph& g, const general_search_option
   e.bound_time_limit = options.bound_time_limit;
   e.order = options.order;
   e.general_time_limit = options.general_time_limit;
+  e.general_search_work = options.general_search_work;
+  e.general_max_recompute = options.general_max_recompute;
   const solution stages = solve_exact(g, e);
   std::optional<general_search_result> best;
   std::string from;

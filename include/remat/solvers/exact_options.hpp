@@ -1,0 +1,55 @@
+#pragma once
+
+/// \file
+/// The `exact` method's options (exact.hpp).
+
+#include <remat/config.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include <remat/analysis/orders.hpp>
+#include <remat/solvers/common.hpp>
+#include <remat/time_budget.hpp>
+
+namespace remat {
+
+/// `exact` searches general plans on graphs of at most this many computed
+/// nodes: past it the kept subsets of a stage outgrow any `general_time_limit`
+/// worth waiting (measured in docs/results-solvers.md, "The exact programme
+/// over general plans").
+inline constexpr std::size_t exact_general_max_nodes = 16;
+
+struct exact_options {
+  objective goal = objective::memory;
+  std::uint64_t budget = no_budget;  ///< the time objective's byte budget
+  /// Above this many lower sets the programme over all of them gives way to
+  /// the fallbacks (branchy graphs past ~2·10⁴ lower sets take it from
+  /// seconds to minutes).
+  std::uint64_t max_lower_sets = 20000;
+  time_budget time;
+  bool preserve_gradient_order = true;
+  /// The most an unproven plan's lower bound may take (subgraph_bound.hpp),
+  /// within the time budget; 0 keeps the per-op floor.
+  std::chrono::milliseconds bound_time_limit{250};
+  /// `best`: both orders; `automatic`: both past `max_lower_sets` only.
+  order_choice order = order_choice::automatic;
+  /// The most the search over general plans below the stage optimum may take
+  /// (graphs of up to exact_general_max_nodes computed nodes; of work, under
+  /// a work limit), within the time budget; 0 skips it.
+  std::chrono::milliseconds general_time_limit{250};
+  /// Graphs of more than exact_general_max_nodes computed nodes (memory
+  /// objective): the work units a local search over general plans may do
+  /// first, from min-cut stages' kept values with a stage per node
+  /// (general_local_search.hpp). A fixed count, so its plan does not depend
+  /// on the machine; 0 skips it and leaves stage plans alone.
+  std::uint64_t general_search_work = 30'000'000;
+  /// The most those general plans may recompute, in forward passes (a stage
+  /// plan recomputes at most one; lazy recompute can redo a value for every
+  /// backward that reads it). A search held to it starts over it and finds
+  /// less: 1.0 leaves ResNet-101 and the DenseNets their stage optima.
+  double general_max_recompute = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace remat

@@ -1,0 +1,125 @@
+// exact past 16 computed nodes: a general plan from a work-limited local
+// search first, kept when every stage plan peaks higher (or when it ranks
+// before the stage portfolio's plan). Its plan is never above the stage
+// optimum nor kept-search's, the same on every run, within a byte budget
+// where no stage plan is, and held to a recompute ceiling when asked.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <remat/solve.hpp>
+#include <remat/zoo/models.hpp>
+
+#include "../support/random_graphs.hpp"
+
+using namespace remat;
+
+namespace {
+
+solution run(const graph& g, method m, std::uint64_t general_work = exact_options{}.general_search_work) {
+  solve_options o;
+  o.method = m;
+  o.time_limit = std::chrono::minutes(10);
+  o.general_search_work = general_work;
+  return solve(g, o);
+}
+
+}  // namespace
+
+TEST_CASE("exact on the zoo's ResNets, DenseNet-121 and VGG-16: never above the stage optimum nor kept-search") {
+  for (const std::string name : {"resnet18", "resnet50", "resnet101", "densenet121", "vgg16"}) {
+    CAPTURE(name);
+    const graph g = zoo::build(name);
+    const solution exact = run(g, method::exact), stages = run(g, method::exact, 0),
+                   kept = run(g, method::kept_search);
+    REQUIRE(stages.status == solve_status::optimal);
+    CHECK(exact.claimed_peak <= stages.claimed_peak);
+    CHECK(exact.claimed_peak <= kept.claimed_peak);
+    CHECK(simulate(g, exact.best.steps).peak_bytes == exact.claimed_peak);
+    CHECK(exact.best.method == "exact");
+    if (exact.produced_by == "general local search") {
+      // A general plan: proven only at the floor, which holds for every schedule.
+      CHECK(exact.peak_lower_bound == per_op_floor(g).bytes);
+      CHECK(exact.status == (exact.claimed_peak == exact.peak_lower_bound ? solve_status::optimal
+                                                                          : solve_status::feasible));
+      CHECK(!exact.best.stage_modes.empty());
+    }
+  }
+  // On ResNet-50 it is strictly lower than both (1.27 GB against 1.70 and 1.60 GB, 2026-11-28).
+  const graph g = zoo::build("resnet50");
+  const solution exact = run(g, method::exact);
+  CHECK(exact.produced_by == "general local search");
+  CHECK(exact.claimed_peak < run(g, method::exact, 0).claimed_peak);
+  CHECK(exact.claimed_peak < run(g, method::kept_search).claimed_peak);
+  CHECK(exact.message.find("every stage plan peaks higher") != std::string::npos);
+}
+
+TEST_CASE("exact's general plan is the same on every run, whatever the time limit, and 0 work leaves stage plans") {
+  const graph g = zoo::build("densenet121");
+  solve_options o;
+  o.time_limit = std::chrono::minutes(10);
+  const solution a = solve(g, o);
+  o.time_limit = std::chrono::minutes(1);
+  const solution b = solve(g, o);
+  CHECK(a.produced_by == "general local search");
+  CHECK(a.best.steps == b.best.steps);
+  o.general_search_work = 0;
+  const solution stages = solve(g, o);
+  CHECK(stages.best.stage_modes.empty());
+  CHECK(stages.proof_family != "every schedule");
+  CHECK(stages.status == solve_status::optimal);
+}
+
+TEST_CASE("exact with a budget no stage plan meets: a general plan within it, else the stage answer") {
+  const graph g = zoo::build("resnet50");
+  const solution least = run(g, method::exact), stages = run(g, method::exact, 0);
+  REQUIRE(least.claimed_peak < stages.claimed_peak);
+  solve_options o;
+  o.goal = objective::time;
+  o.time_limit = std::chrono::minutes(10);
+  o.budget = (least.claimed_peak + stages.claimed_peak) / 2;
+  const solution within = solve(g, o);
+  CHECK(within.status == solve_status::feasible);
+  CHECK(within.claimed_peak <= o.budget);
+  CHECK(within.produced_by == "general local search");
+  CHECK(within.message.find("which no stage plan found does") != std::string::npos);
+  o.general_search_work = 0;
+  CHECK(solve(g, o).status == solve_status::infeasible);
+  // A budget stage plans meet is answered over stage plans, as before.
+  o.general_search_work = exact_options{}.general_search_work;
+  o.budget = stages.claimed_peak;
+  const solution staged = solve(g, o);
+  CHECK(staged.status == solve_status::optimal);
+  CHECK(staged.best.stage_modes.empty());
+}
+
+TEST_CASE("exact's recompute ceiling holds its general plans to a forward pass") {
+  const graph g = zoo::build("resnet50");
+  exact_options free, held;
+  held.general_max_recompute = 1.0;
+  const solution lowest = solve_exact(g, free), ceiling = solve_exact(g, held);
+  // Unheld, ResNet-50's plan recomputes several forward passes.
+  CHECK(lowest.claimed_recompute > g.forward_time());
+  CHECK(lowest.message.find("forward passes") != std::string::npos);
+  CHECK(ceiling.claimed_recompute <= g.forward_time());
+  CHECK(ceiling.claimed_peak >= lowest.claimed_peak);
+  CHECK(ceiling.claimed_peak <= solve_exact(g, [] { exact_options e; e.general_search_work = 0; return e; }()).claimed_peak);
+}
+
+TEST_CASE("exact on random DAGs past 16 computed nodes: general plans only below every stage plan") {
+  std::size_t general = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    const graph g = test::random_dag(20 + seed % 20, seed, 2 + seed % 4, 1 + seed % 3);
+    CAPTURE(seed);
+    const solution exact = run(g, method::exact), stages = run(g, method::exact, 0);
+    CHECK(exact.claimed_peak <= stages.claimed_peak);
+    CHECK(simulate(g, exact.best.steps).peak_bytes == exact.claimed_peak);
+    if (exact.produced_by != "general local search") continue;
+    ++general;
+    // Kept when strictly lower, or equal in peak and recomputing less.
+    CHECK((exact.claimed_peak < stages.claimed_peak || exact.claimed_recompute < stages.claimed_recompute));
+  }
+  MESSAGE(general << " of 40 plans are general");
+  CHECK(general > 0);
+}
