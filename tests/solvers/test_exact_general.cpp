@@ -1,6 +1,6 @@
-// exact past 16 computed nodes: a general plan from a work-limited local
-// search first, kept when every stage plan peaks higher (or when it ranks
-// before the stage portfolio's plan). Its plan is never above the stage
+// exact past 16 computed nodes: a general plan first (a work-limited local
+// search's, or the one keeping nothing), kept when every stage plan peaks
+// higher (or when it ranks before the stage portfolio's plan). Its plan is never above the stage
 // optimum nor kept-search's, the same on every run, within a byte budget
 // where no stage plan is, and held to a recompute ceiling when asked.
 
@@ -9,6 +9,7 @@
 #include <string>
 
 #include <remat/solve.hpp>
+#include <remat/solvers/exact_general.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/random_graphs.hpp"
@@ -115,11 +116,61 @@ TEST_CASE("exact on random DAGs past 16 computed nodes: general plans only below
     const solution exact = run(g, method::exact), stages = run(g, method::exact, 0);
     CHECK(exact.claimed_peak <= stages.claimed_peak);
     CHECK(simulate(g, exact.best.steps).peak_bytes == exact.claimed_peak);
-    if (exact.produced_by != "general local search") continue;
+    if (exact.produced_by != "general local search" && exact.produced_by != "keep nothing") continue;
     ++general;
     // Kept when strictly lower, or equal in peak and recomputing less.
     CHECK((exact.claimed_peak < stages.claimed_peak || exact.claimed_recompute < stages.claimed_recompute));
   }
   MESSAGE(general << " of 40 plans are general");
   CHECK(general > 0);
+}
+
+TEST_CASE("exact on U-Net and DARTS: the plan that keeps nothing, where it peaks lowest") {
+  for (const std::string name : {"unet", "darts-cifar10"}) {
+    CAPTURE(name);
+    const graph g = zoo::build(name);
+    const solution exact = run(g, method::exact);
+    CHECK(exact.produced_by == "keep nothing");
+    CHECK(exact.message.find("nothing kept") != std::string::npos);
+    // The plan keeping nothing in consumers-first order, lower than in the
+    // graph's order, then values kept at its peak: far less recompute.
+    const std::vector<node_id> order = consumers_first(g, true);
+    const simulation none = simulate(g, detail::keep_nothing(g, order).steps(g));
+    CHECK(exact.best.order == order);
+    CHECK(exact.claimed_peak == none.peak_bytes);
+    CHECK(exact.claimed_peak < simulate(g, detail::keep_nothing(g, {}).steps(g)).peak_bytes);
+    CHECK(exact.best.kept.count() > 0);
+    CHECK(exact.claimed_recompute * 3 < none.recompute_time);
+    CHECK(exact.message.find("values kept where its peak allows") != std::string::npos);
+    const solution stages = run(g, method::exact, 0), kept = run(g, method::kept_search);
+    CHECK(exact.claimed_peak < stages.claimed_peak);
+    CHECK(exact.claimed_peak < kept.claimed_peak);
+    CHECK(exact.claimed_peak >= exact.peak_lower_bound);
+  }
+}
+
+TEST_CASE("exact on DARTS: a subgraph bound shows every stage plan higher, and the plan is the same without it") {
+  const graph g = zoo::build("darts-cifar10");
+  solve_options o;
+  o.method = method::exact;
+  o.time_limit = std::chrono::minutes(10);
+  const solution bounded = solve(g, o);
+  // Past the programme's cap, in both orders.
+  CHECK(bounded.message.find("bounds them above it in the graph's order") != std::string::npos);
+  CHECK(bounded.message.find("above it consumers first") != std::string::npos);
+  CHECK(bounded.message.find("every stage plan peaks higher") != std::string::npos);
+  o.bound_time_limit = std::chrono::milliseconds(0);  // no bound: the stage portfolio runs, and loses
+  const solution full = solve(g, o);
+  CHECK(full.message.find("below the best stage plan") != std::string::npos);
+  CHECK(full.best.steps == bounded.best.steps);
+}
+
+TEST_CASE("exact held to a forward pass of recompute never keeps nothing") {
+  const graph g = zoo::build("unet");
+  solve_options o;
+  o.method = method::exact;
+  o.general_max_recompute = 1.0;
+  const solution held = solve(g, o);
+  CHECK(held.produced_by != "keep nothing");
+  CHECK(held.claimed_recompute <= g.forward_time());
 }

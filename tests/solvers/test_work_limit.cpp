@@ -86,6 +86,10 @@ TEST_CASE("exact on the 1,000-node layered graph: the same plan with a CPU hog o
   CHECK_FALSE(idle.stats.time_limit_reached);
   CHECK(idle.unproven() == unproven_reason::work_limit);
   CHECK(idle.stats.work >= options.work_limit);
+  // The plan keeping nothing, values then kept within its peak: within 25%
+  // of the per-op floor, which no schedule goes below (24.3%, 2026-11-28).
+  CHECK(idle.produced_by == "keep nothing");
+  CHECK(idle.figures.peak_bytes * 4 <= idle.peak_lower_bound * 5);
 #if defined(__linux__)
   solution busy;
   const auto took = beside_a_hog([&] { busy = solve(g, options); });

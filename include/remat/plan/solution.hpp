@@ -123,8 +123,10 @@ struct solution {
   /// order `best.order` names.
   bool both_orders = false;
   /// The method whose search produced `best`: for `exact`, the member of
-  /// its portfolio ("dp", "chain", "mincut", "ogc", "approx", or "dp below
-  /// <member>" when a search below a member's plan found it); else the method.
+  /// its portfolio ("dp", "chain", "mincut", "ogc", "approx", "dp below
+  /// <member>" when a search below a member's plan found it, "general-dp",
+  /// "general local search", "keep nothing" for its general plans, "none"
+  /// for regular training); else the method.
   std::string produced_by;
   /// The plans `status` and the bounds speak of ("stage plans", "general
   /// plans", ...; empty: the method proves nothing). solve() fills it in from

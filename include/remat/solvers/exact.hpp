@@ -6,15 +6,16 @@
 /// bound elsewhere. A portfolio:
 ///
 /// 0. Past 16 computed nodes, the memory objective: a general plan
-///    (schedule_from_kept_stages) from a local search started at min-cut
-///    stages' kept values with a stage per node, within
-///    `general_search_work` units (general_local_search.hpp). When a search
-///    bounded by its peak shows that every stage plan peaks higher, it is
-///    the answer (the per-op floor its bound, `optimal` at the floor).
-///    Otherwise steps 1–4 run and it stands where it still ranks first. For
-///    a budget (the time objective) it is tried only where no stage plan
-///    meets the budget. Its recompute is not minimised and can pass a
-///    forward pass (the message says so).
+///    (schedule_from_kept_stages), the better of one from a local search
+///    started at min-cut stages' kept values with a stage per node, within
+///    `general_search_work` units (general_local_search.hpp), and the plan
+///    that keeps nothing (up to 2,000 computed nodes). When a search bounded
+///    by its peak, or past its cap a subgraph bound, shows that every stage
+///    plan peaks higher, it is the answer (the per-op floor its bound,
+///    `optimal` at the floor). Otherwise steps 1–4 run and it stands where
+///    it still ranks first. For a budget (the time objective) it is tried
+///    only where no stage plan meets the budget. Its recompute is not
+///    minimised and can pass a forward pass (the message says so).
 /// 1. Regular training already at the per-op floor: nothing can do better.
 /// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
 ///    of them (solve_dp, three quarters of the time); `optimal` when it
@@ -557,8 +558,7 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     const std::optional<std::string> searched =
         general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak) : std::nullopt;
     if (searched) {
-      detail::say_general(g, *general, options.goal,
-                          "every stage plan peaks higher (a search bounded by its peak ended after " + *searched + ")");
+      detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")");
       return finished(std::move(*general));
     }
   }
@@ -589,7 +589,8 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
                       (has_plan(stages) ? format_bytes(stages.claimed_peak - general->claimed_peak) +
                                               " below the best stage plan ("
                                         : std::string("no stage plan found (")) +
-                          std::string(to_string(stages.status)) + " over stage plans: " + stages.message + ")");
+                          std::string(to_string(stages.status)) + " over stage plans" +
+                          (stages.message.empty() ? "" : ": " + stages.message) + ")");
   return finished(std::move(*general));
 }
 

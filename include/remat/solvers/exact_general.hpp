@@ -2,8 +2,8 @@
 
 /// \file
 /// `exact`'s first step past 16 computed nodes (exact.hpp): a general plan
-/// from a local search with a fixed work count, and the bounded search that
-/// shows every stage plan peaks above it.
+/// (from a local search with a fixed work count, or keeping nothing), and
+/// what shows every stage plan peaks above it.
 
 #include <remat/config.hpp>
 
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <remat/analysis/lower_sets.hpp>
 #include <remat/analysis/orders.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/solution.hpp>
@@ -20,8 +21,10 @@
 #include <remat/solvers/dp.hpp>
 #include <remat/solvers/exact_options.hpp>
 #include <remat/solvers/general_local_search.hpp>
+#include <remat/solvers/keep_within.hpp>
 #include <remat/solvers/mincut.hpp>
 #include <remat/solvers/orders.hpp>
+#include <remat/solvers/subgraph_bound.hpp>
 
 namespace remat::detail {
 
@@ -32,13 +35,56 @@ inline std::size_t computed_nodes(const graph& g) {
   return computed;
 }
 
-// Past the general programme's size: a general plan from a local search
-// (general_local_search.hpp) by options.goal and options.budget, started at
-// min-cut stages' kept values with a stage per node. Min-cut stages cost
-// little and lead as low as the stage optimum's boundary does, or lower
-// (docs/results-solvers.md). The search stops at `general_search_work`
-// units whatever the clock says. Nothing when min-cut has no plan.
+// The general plan that keeps nothing, in `order`: each backward recomputes
+// what it reads from the inputs and frees it at once. It holds little beyond
+// the per-op floor, where kept values would stay alive through the backward,
+// at up to n²/2 recomputes.
+inline general_plan keep_nothing(const graph& g, std::vector<node_id> order) {
+  general_plan none;
+  none.kept = node_set(g.size());
+  none.order = std::move(order);
+  return with_node_stages(g, none);
+}
+
+// Past the general programme's size: the best, by options.goal and
+// options.budget, of these general plans, each with values then kept where
+// its peak (or the budget it meets) allows (keep_within.hpp). One comes from
+// a local search (general_local_search.hpp) started at min-cut stages' kept
+// values with a stage per node; min-cut stages cost little and lead as low
+// as the stage optimum's boundary does, or lower (docs/results-solvers.md).
+// The search stops at `general_search_work` units whatever the clock says.
+// The others keep nothing, one in each order options.order names (up to
+// exact_keep_nothing_max_nodes): on NAS cells, U-Net and PSPNet they peak
+// below any plan the search reaches, which cannot drop one kept value at a
+// time without first raising its peak. Plans over `general_max_recompute`
+// rank after the others; nothing when no plan is left within it.
 inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor) {
+  const double max_recompute = options.general_max_recompute * g.forward_time();
+  auto score = [&](std::uint64_t peak, double recompute) {
+    return std::pair{recompute > max_recompute, rank_plan(peak, recompute, options.goal, options.budget)};
+  };
+  struct candidate {
+    general_plan plan;
+    simulation figures;
+    std::string from, produced_by;
+    std::size_t added = 0;
+  };
+  std::optional<candidate> best;
+  std::size_t tries = 0, moves = 0;
+  auto weigh = [&](general_plan plan, const simulation& figures, std::string from, std::string produced_by) {
+    // Kept values lower only the recompute: a plan that ranks after the best
+    // even recomputing nothing cannot win.
+    if (best && !(score(figures.peak_bytes, 0.0) < score(best->figures.peak_bytes, best->figures.recompute_time)))
+      return;
+    const bool within_budget = options.budget != no_budget && figures.peak_bytes <= options.budget;
+    keep_within_result kept = keep_within(g, std::move(plan), within_budget ? options.budget : figures.peak_bytes);
+    options.time.charge(kept.rounds * (pass_work(g, 40) + figures.recompute_steps * 90));  // as a search's tries
+    if (best && !(score(kept.figures.peak_bytes, kept.figures.recompute_time) <
+                  score(best->figures.peak_bytes, best->figures.recompute_time)))
+      return;
+    best = candidate{std::move(kept.plan), std::move(kept.figures), std::move(from), std::move(produced_by),
+                     kept.added};
+  };
   mincut_options cut;
   cut.preserve_gradient_order = options.preserve_gradient_order;
   cut.time = options.time.share(1, 8);
@@ -48,36 +94,74 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
           ? solve_in_order(g, consumers_first(g, options.preserve_gradient_order),
                            [&](const graph& h) { return solve_mincut(h, cut); })
           : solve_mincut(g, cut);
-  if (!has_plan(stages)) return std::nullopt;
-  improve_general_options search;
-  search.goal = options.goal;
-  search.budget = options.budget;
-  search.time = options.time.share(1, 4);
-  search.max_work = options.general_search_work;
-  search.max_recompute = options.general_max_recompute * g.forward_time();
-  const general_search_result r = improve_general_plan(g, with_node_stages(g, as_general_plan(g, stages.best)), search);
-  if (r.figures.recompute_time > search.max_recompute) return std::nullopt;
+  if (has_plan(stages)) {
+    improve_general_options search;
+    search.goal = options.goal;
+    search.budget = options.budget;
+    search.time = options.time.share(1, 4);
+    search.max_work = options.general_search_work;
+    search.max_recompute = max_recompute;
+    general_search_result r = improve_general_plan(g, with_node_stages(g, as_general_plan(g, stages.best)), search);
+    tries = r.tries;
+    moves = r.moves;
+    weigh(std::move(r.best), r.figures,
+          "a local search started at min-cut stages' kept values with a stage per node", "general local search");
+  }
+  // A plan at the per-op floor can only tie with it, recomputing more.
+  if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->figures.peak_bytes <= floor))
+    for (std::vector<node_id>& order : orders_to_try(g, options.order, options.preserve_gradient_order)) {
+      if (options.time.expired()) break;
+      const bool in_graph_order = order.empty();
+      general_plan none = keep_nothing(g, std::move(order));
+      const simulation figures = simulate(g, none.steps(g));
+      options.time.charge(pass_work(g, 40) + figures.recompute_steps * 90);  // as a search's try
+      ++tries;
+      weigh(std::move(none), figures,
+            std::string("nothing kept, every backward recomputing what it reads") +
+                (in_graph_order ? "" : ", in consumers-first order"),
+            "keep nothing");
+    }
+  if (!best || best->figures.recompute_time > max_recompute) return std::nullopt;
   plan p;
   p.method = "exact";
-  p.steps = r.best.steps(g);
-  p.kept = r.best.kept;
-  p.stage_of = r.best.stage_of;
-  p.stage_modes = r.best.modes;
-  p.order = r.best.order;
+  p.steps = best->plan.steps(g);
+  p.kept = best->plan.kept;
+  p.stage_of = best->plan.stage_of;
+  p.stage_modes = best->plan.modes;
+  p.order = best->plan.order;
   solution s = solution_of_plan(g, std::move(p), options.budget, floor);
-  s.produced_by = "general local search";
-  s.stats.counts = {{"general plans simulated", r.tries}, {"general moves taken", r.moves}};
+  s.produced_by = best->produced_by;
+  s.message = best->from;
+  if (best->added > 0)
+    s.message += "; then " + std::to_string(best->added) + " values kept where " +
+                 (options.budget != no_budget && s.claimed_peak <= options.budget ? "the budget" : "its peak") +
+                 " allows";
+  s.stats.counts = {{"general plans simulated", tries},
+                    {"general moves taken", moves},
+                    {"values kept within the peak", best->added}};
   options.time.found_plan(s.claimed_peak);
+  options.time.found_bound(floor);
   return s;
 }
 
-// Whether every stage plan in g's order peaks above `peak`: the exact
-// programme bounded by it, capped like prove_least_peak. Says what it
-// searched; nothing when it did not complete or found a plan. (A stage plan
-// at the same peak may recompute less: then the stage programme must run.)
-inline std::optional<std::string> no_stage_plan_as_low(const graph& g, const exact_options& options,
-                                                      std::uint64_t peak) {
-  if (options.time.expired()) return std::nullopt;
+// Whether every stage plan in g's order peaks above `peak`, and how that was
+// shown (empty: it was not).
+struct stages_above {
+  std::string shown_by;
+  bool past_cap = false;  ///< g has more lower sets than the programme's cap: `automatic` tries both orders
+};
+
+// The exact programme bounded by `peak`, capped like prove_least_peak; where
+// it stops and g has more lower sets than the stage programme's cap, the
+// subgraph bound asked whether it exceeds `peak` (within the cap the stage
+// programme runs in full, and the bound would only take its time). A stage
+// plan at the same peak may recompute less: then the stage programme must
+// run. The bound's reach depends on the clock, but only the message does:
+// where it shows every stage plan higher, the stage programme cannot change
+// the answer.
+inline stages_above no_stage_plan_as_low(const graph& g, const exact_options& options, std::uint64_t peak) {
+  stages_above out;
+  if (options.time.expired()) return out;
   dp_options below;
   below.budget = peak;
   below.peak_only = true;
@@ -86,22 +170,43 @@ inline std::optional<std::string> no_stage_plan_as_low(const graph& g, const exa
   below.time = options.time.share(1, 4);
   below.preserve_gradient_order = options.preserve_gradient_order;
   const dp_result r = solve_dp(g, dp_family::exact, below);
-  if (!r.complete || r.result.status != solve_status::infeasible) return std::nullopt;
-  return std::to_string(r.stats.lower_sets) + " lower sets and " + std::to_string(r.stats.transitions) + " stages";
+  if (r.complete) {
+    if (r.result.status == solve_status::infeasible)
+      out.shown_by = "a search bounded by its peak ended after " + std::to_string(r.stats.lower_sets) +
+                     " lower sets and " + std::to_string(r.stats.transitions) + " stages";
+    return out;
+  }
+  const precedence constraints = options.preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+  lower_set_options count;
+  count.max_count = options.max_lower_sets + 1;
+  count.constraints = &constraints;
+  count.time = options.time;
+  out.past_cap = count_lower_sets(g, count).status != enumeration_status::complete;
+  if (!out.past_cap || options.bound_time_limit.count() <= 0 || options.time.expired()) return out;
+  subgraph_bound_options above;
+  above.stop_above = peak;
+  above.time = options.time.next(options.bound_time_limit);
+  const subgraph_bound bound = subgraph_peak_bound(g, above);
+  if (bound.bytes > peak)
+    out.shown_by = "a subgraph of " + std::to_string(bound.nodes) + " nodes bounds them above it";
+  return out;
 }
 
-// The same in every order `exact` searches stage plans in (`automatic` past
-// the cap also tries consumers first, but a search past the cap stops here).
+// The same in every order `exact` searches stage plans in (`automatic`:
+// consumers first too past the cap).
 inline std::optional<std::string> no_stage_plan_as_low_in_orders(const graph& g, const exact_options& options,
                                                                 std::uint64_t peak) {
-  std::optional<std::string> searched;
-  if (options.order != order_choice::consumers_first && !(searched = no_stage_plan_as_low(g, options, peak)))
+  stages_above here;
+  if (options.order != order_choice::consumers_first &&
+      (here = no_stage_plan_as_low(g, options, peak)).shown_by.empty())
     return std::nullopt;
-  if (options.order != order_choice::best && options.order != order_choice::consumers_first) return searched;
+  if (options.order == order_choice::graph || (options.order == order_choice::automatic && !here.past_cap))
+    return here.shown_by;
   const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
-  const std::optional<std::string> there = no_stage_plan_as_low(reorder_graph(g, order), options, peak);
-  if (!there) return std::nullopt;
-  return searched ? *searched + " in the graph's order, " + *there + " consumers first" : *there;
+  const stages_above there = no_stage_plan_as_low(reorder_graph(g, order), options, peak);
+  if (there.shown_by.empty()) return std::nullopt;
+  return here.shown_by.empty() ? there.shown_by
+                               : here.shown_by + " in the graph's order; " + there.shown_by + " consumers first";
 }
 
 // A general plan's message and status, given what is known of stage plans.
@@ -110,9 +215,7 @@ inline void say_general(const graph& g, solution& s, objective goal, const std::
   // Its bound, the per-op floor, holds for every schedule.
   s.proof_family = goal == objective::memory ? "every schedule" : "general plans";
   s.message = "a general plan (" + std::to_string(s.best.stage_modes.size()) + " stages, " +
-              std::to_string(s.best.kept.count()) +
-              " values kept) from a local search started at min-cut stages' kept values with a stage per node; " +
-              against_stages;
+              std::to_string(s.best.kept.count()) + " values kept): " + s.message + "; " + against_stages;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     s.status = solve_status::optimal;
     s.message += "; least peak proven: it equals the per-op floor, which no schedule goes below (recompute not "

@@ -21,6 +21,11 @@ namespace remat {
 /// over general plans").
 inline constexpr std::size_t exact_general_max_nodes = 16;
 
+/// Past exact_general_max_nodes, `exact` also weighs the general plan that
+/// keeps nothing on graphs of at most this many computed nodes: its schedule
+/// holds up to n²/2 recomputes (2·10⁶ here).
+inline constexpr std::size_t exact_keep_nothing_max_nodes = 2000;
+
 struct exact_options {
   objective goal = objective::memory;
   std::uint64_t budget = no_budget;  ///< the time objective's byte budget
@@ -42,8 +47,9 @@ struct exact_options {
   /// Graphs of more than exact_general_max_nodes computed nodes (memory
   /// objective): the work units a local search over general plans may do
   /// first, from min-cut stages' kept values with a stage per node
-  /// (general_local_search.hpp). A fixed count, so its plan does not depend
-  /// on the machine; 0 skips it and leaves stage plans alone.
+  /// (general_local_search.hpp), weighed against the plan that keeps
+  /// nothing. A fixed count, so its plan does not depend on the machine; 0
+  /// skips both and leaves stage plans alone.
   std::uint64_t general_search_work = 30'000'000;
   /// The most those general plans may recompute, in forward passes (a stage
   /// plan recomputes at most one; lazy recompute can redo a value for every
