@@ -122,14 +122,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
             "keep nothing");
     }
   if (!best || best->figures.recompute_time > max_recompute) return std::nullopt;
-  plan p;
-  p.method = "exact";
-  p.steps = best->plan.steps(g);
-  p.kept = best->plan.kept;
-  p.stage_of = best->plan.stage_of;
-  p.stage_modes = best->plan.modes;
-  p.order = best->plan.order;
-  solution s = solution_of_plan(g, std::move(p), options.budget, floor);
+  solution s = solution_of_plan(g, as_plan(g, best->plan, "exact"), options.budget, floor);
   s.produced_by = best->produced_by;
   s.message = best->from;
   if (best->added > 0)

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,18 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
                                               std::lower_bound(used.begin(), used.end(), out.stage_of[v]) - used.begin());
   if (!s.stage_modes.empty()) out.modes = s.stage_modes;
   else out.modes.assign(used.size(), s.stage_of.empty() ? stage_recompute::lazy : stage_recompute::eager);
+  return out;
+}
+
+/// `p` as a plan of `method`: its steps, with the decision that makes them.
+inline plan as_plan(const graph& g, const general_plan& p, std::string method) {
+  plan out;
+  out.method = std::move(method);
+  out.steps = p.steps(g);
+  out.kept = p.kept;
+  out.stage_of = p.stage_of;
+  out.stage_modes = p.modes;
+  out.order = p.order;
   return out;
 }
 

@@ -125,14 +125,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
     }
   }
   if (!best) return stages;  // no plan to start from: exact's answer says why
-  plan p;
-  p.method = "general-search";
-  p.steps = best->best.steps(g);
-  p.kept = best->best.kept;
-  p.stage_of = best->best.stage_of;
-  p.stage_modes = best->best.modes;
-  p.order = best->best.order;
-  solution s = solution_of_plan(g, std::move(p), options.budget, floor);
+  solution s = solution_of_plan(g, as_plan(g, best->best, "general-search"), options.budget, floor);
   s.stats.counts = {{"plans simulated", tries}, {"moves taken", moves}};
   s.stats.time_limit_reached = stopped;
   s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
