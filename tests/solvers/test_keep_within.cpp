@@ -19,7 +19,8 @@ namespace {
 void check_settled(const graph& g, const keep_within_result& r, std::uint64_t ceiling) {
   CHECK(r.settled);
   CHECK(r.figures.peak_bytes <= ceiling);
-  CHECK(simulate(g, r.plan.steps(g)).peak_bytes == r.figures.peak_bytes);
+  CHECK(r.steps == r.plan.steps(g));
+  CHECK(simulate(g, r.steps).peak_bytes == r.figures.peak_bytes);
 }
 
 }  // namespace
@@ -66,4 +67,5 @@ TEST_CASE("keep_within leaves a plan over the ceiling as it was") {
   CHECK(r.added == 0);
   CHECK(r.plan.kept.count() == 0);
   CHECK(r.figures.peak_bytes == start.peak_bytes);
+  CHECK(r.steps == none.steps(g));
 }

@@ -79,11 +79,12 @@ inline bool beats(const solution& b, const solution& a, objective goal) noexcept
 /// A solution for a plan the method does not bound: the simulator's figures,
 /// `floor` (the graph's per-op floor, which a method works out before its
 /// search: on graphs without series separators it costs O((n + m) · n / 64))
-/// as the peak bound, and `feasible` or `infeasible` by `budget`.
-inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget, std::uint64_t floor) {
+/// as the peak bound, and `feasible` or `infeasible` by `budget`. `figures`
+/// is p's simulation.
+inline solution solution_of_plan(plan p, simulation figures, std::uint64_t budget, std::uint64_t floor) {
   solution s;
   s.best = std::move(p);
-  s.figures = simulate(g, s.best.steps);
+  s.figures = std::move(figures);
   s.claimed_peak = s.figures.peak_bytes;
   s.claimed_recompute = s.figures.recompute_time;
   s.peak_lower_bound = floor;
@@ -92,6 +93,11 @@ inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget, s
     s.message = "the " + s.best.method + " plan peaks at " + std::to_string(s.figures.peak_bytes) +
                 " bytes, above the budget";
   return s;
+}
+
+inline solution solution_of_plan(const graph& g, plan p, std::uint64_t budget, std::uint64_t floor) {
+  simulation figures = simulate(g, p.steps);
+  return solution_of_plan(std::move(p), std::move(figures), budget, floor);
 }
 
 }  // namespace remat

@@ -64,26 +64,25 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     return std::pair{recompute > max_recompute, rank_plan(peak, recompute, options.goal, options.budget)};
   };
   struct candidate {
-    general_plan plan;
-    simulation figures;
+    keep_within_result kept;
     std::string from, produced_by;
-    std::size_t added = 0;
   };
   std::optional<candidate> best;
   std::size_t tries = 0, moves = 0;
-  auto weigh = [&](general_plan plan, const simulation& figures, std::string from, std::string produced_by) {
+  simulate_options timeline;  // keep_within reads the plan's bytes at every step
+  timeline.record_timeline = true;
+  auto weigh = [&](general_plan plan, schedule steps, simulation figures, std::string from, std::string produced_by) {
     // Kept values lower only the recompute: a plan that ranks after the best
     // even recomputing nothing cannot win.
-    if (best && !(score(figures.peak_bytes, 0.0) < score(best->figures.peak_bytes, best->figures.recompute_time)))
-      return;
+    auto best_score = [&] { return score(best->kept.figures.peak_bytes, best->kept.figures.recompute_time); };
+    if (best && !(score(figures.peak_bytes, 0.0) < best_score())) return;
     const bool within_budget = options.budget != no_budget && figures.peak_bytes <= options.budget;
-    keep_within_result kept = keep_within(g, std::move(plan), within_budget ? options.budget : figures.peak_bytes);
-    options.time.charge(kept.rounds * (pass_work(g, 40) + figures.recompute_steps * 90));  // as a search's tries
-    if (best && !(score(kept.figures.peak_bytes, kept.figures.recompute_time) <
-                  score(best->figures.peak_bytes, best->figures.recompute_time)))
-      return;
-    best = candidate{std::move(kept.plan), std::move(kept.figures), std::move(from), std::move(produced_by),
-                     kept.added};
+    const std::uint64_t ceiling = within_budget ? options.budget : figures.peak_bytes;
+    const std::size_t recompute_steps = figures.recompute_steps;
+    keep_within_result kept = keep_within(g, std::move(plan), std::move(steps), std::move(figures), ceiling);
+    options.time.charge(kept.rounds * (pass_work(g, 40) + recompute_steps * 90));  // as a search's tries
+    if (best && !(score(kept.figures.peak_bytes, kept.figures.recompute_time) < best_score())) return;
+    best = candidate{std::move(kept), std::move(from), std::move(produced_by)};
   };
   mincut_options cut;
   cut.preserve_gradient_order = options.preserve_gradient_order;
@@ -104,34 +103,39 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     general_search_result r = improve_general_plan(g, with_node_stages(g, as_general_plan(g, stages.best)), search);
     tries = r.tries;
     moves = r.moves;
-    weigh(std::move(r.best), r.figures,
+    schedule steps = r.best.steps(g);
+    simulation figures = simulate(g, steps, timeline);
+    weigh(std::move(r.best), std::move(steps), std::move(figures),
           "a local search started at min-cut stages' kept values with a stage per node", "general local search");
   }
   // A plan at the per-op floor can only tie with it, recomputing more.
-  if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->figures.peak_bytes <= floor))
+  if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->kept.figures.peak_bytes <= floor))
     for (std::vector<node_id>& order : orders_to_try(g, options.order, options.preserve_gradient_order)) {
       if (options.time.expired()) break;
       const bool in_graph_order = order.empty();
       general_plan none = keep_nothing(g, std::move(order));
-      const simulation figures = simulate(g, none.steps(g));
+      schedule steps = none.steps(g);
+      simulation figures = simulate(g, steps, timeline);
       options.time.charge(pass_work(g, 40) + figures.recompute_steps * 90);  // as a search's try
       ++tries;
-      weigh(std::move(none), figures,
+      weigh(std::move(none), std::move(steps), std::move(figures),
             std::string("nothing kept, every backward recomputing what it reads") +
                 (in_graph_order ? "" : ", in consumers-first order"),
             "keep nothing");
     }
-  if (!best || best->figures.recompute_time > max_recompute) return std::nullopt;
-  solution s = solution_of_plan(g, as_plan(g, best->plan, "exact"), options.budget, floor);
+  if (!best || best->kept.figures.recompute_time > max_recompute) return std::nullopt;
+  keep_within_result& kept = best->kept;
+  solution s = solution_of_plan(as_plan(kept.plan, "exact", std::move(kept.steps)), std::move(kept.figures),
+                                options.budget, floor);
   s.produced_by = best->produced_by;
   s.message = best->from;
-  if (best->added > 0)
-    s.message += "; then " + std::to_string(best->added) + " values kept where " +
+  if (kept.added > 0)
+    s.message += "; then " + std::to_string(kept.added) + " values kept where " +
                  (options.budget != no_budget && s.claimed_peak <= options.budget ? "the budget" : "its peak") +
                  " allows";
   s.stats.counts = {{"general plans simulated", tries},
                     {"general moves taken", moves},
-                    {"values kept within the peak", best->added}};
+                    {"values kept within the peak", kept.added}};
   options.time.found_plan(s.claimed_peak);
   options.time.found_bound(floor);
   return s;

@@ -73,16 +73,21 @@ inline general_plan as_general_plan(const graph& g, const plan& s) {
   return out;
 }
 
-/// `p` as a plan of `method`: its steps, with the decision that makes them.
-inline plan as_plan(const graph& g, const general_plan& p, std::string method) {
+/// `p` as a plan of `method`: its steps (p.steps(g), which the caller may
+/// have built already), with the decision that makes them.
+inline plan as_plan(const general_plan& p, std::string method, schedule steps) {
   plan out;
   out.method = std::move(method);
-  out.steps = p.steps(g);
+  out.steps = std::move(steps);
   out.kept = p.kept;
   out.stage_of = p.stage_of;
   out.stage_modes = p.modes;
   out.order = p.order;
   return out;
+}
+
+inline plan as_plan(const graph& g, const general_plan& p, std::string method) {
+  return as_plan(p, std::move(method), p.steps(g));
 }
 
 /// `start`'s kept values with every computed node its own stage (in

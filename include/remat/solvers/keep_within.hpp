@@ -83,6 +83,7 @@ class range_add_max {
 
 struct keep_within_result {
   general_plan plan;
+  schedule steps;  ///< plan's schedule
   simulation figures;
   std::size_t added = 0;   ///< values added to the kept set
   std::size_t rounds = 0;  ///< rounds run
@@ -91,21 +92,19 @@ struct keep_within_result {
   bool settled = false;
 };
 
-/// `start` with values added to its kept set while every step stays within
-/// `ceiling` (see the file comment); `start` itself when it passes the
-/// ceiling. Never raises the peak above max(ceiling, start's), never raises
-/// the recompute.
-inline keep_within_result keep_within(const graph& g, general_plan start, std::uint64_t ceiling) {
+/// As keep_within below, from `start`'s schedule and its simulation with
+/// the timeline recorded, where the caller has them already.
+inline keep_within_result keep_within(const graph& g, general_plan start, schedule steps,
+                                      simulation start_figures, std::uint64_t ceiling) {
   const std::size_t n = g.size();
   simulate_options timeline;
   timeline.record_timeline = true;
   keep_within_result out;
-  schedule steps = start.steps(g);
-  out.figures = simulate(g, steps, timeline);
+  out.figures = std::move(start_figures);
   out.plan = std::move(start);
-  if (out.figures.peak_bytes > ceiling || steps.empty()) return out;
   constexpr std::size_t max_rounds = 8;  // bounds the work; the plans measured settle by the third
-  while (out.rounds < max_rounds) {
+  // Every plan taken stays within the ceiling: a start above it is returned as it is.
+  while (out.figures.peak_bytes <= ceiling && !steps.empty() && out.rounds < max_rounds) {
     ++out.rounds;
     std::vector<std::uint64_t> memory(steps.size());
     for (std::size_t i = 0; i < steps.size(); ++i) memory[i] = out.figures.timeline[i].total();
@@ -156,7 +155,20 @@ inline keep_within_result keep_within(const graph& g, general_plan start, std::u
   }
   out.figures.timeline.clear();
   out.figures.timeline.shrink_to_fit();
+  out.steps = std::move(steps);
   return out;
+}
+
+/// `start` with values added to its kept set while every step stays within
+/// `ceiling` (see the file comment); `start` itself when it passes the
+/// ceiling. Never raises the peak above max(ceiling, start's), never raises
+/// the recompute.
+inline keep_within_result keep_within(const graph& g, general_plan start, std::uint64_t ceiling) {
+  simulate_options timeline;
+  timeline.record_timeline = true;
+  schedule steps = start.steps(g);
+  simulation figures = simulate(g, steps, timeline);
+  return keep_within(g, std::move(start), std::move(steps), std::move(figures), ceiling);
 }
 
 }  // namespace remat
