@@ -224,7 +224,7 @@ inline std::string bytes_with_exact(std::uint64_t bytes) {
 inline std::string describe_floor(const graph& g, const op_floor& floor) {
   std::string out = fmt::format("{} of '{}'", floor.backward ? "backward" : "forward", g.node_name(floor.node));
   if (floor.pending_gradients > 0)
-    out += fmt::format(", with {} of other values' gradients pending in every schedule",
+    out += fmt::format(", with at least {} of other gradients pending in every schedule",
                        format_bytes(floor.pending_gradients));
   return out;
 }

@@ -104,14 +104,18 @@ TEST_CASE("exact on the 1,000-node layered graph: the same plan with a CPU hog o
 #endif
 }
 
-TEST_CASE("exact proves the 104-node layered graph's least stage peak within 10⁹ units; a general plan is lower") {
+TEST_CASE("exact proves the 104-node layered graph's least stage peak within 1.2·10⁹ units; a general plan is lower") {
   // Most stages of a layered graph peak above the bound at the start of their
   // backward, before any evaluation, and many lower sets hold too much to
   // finish within it: the programme skips both. Evaluating them all, it
-  // stopped at this limit with a plan of 157,080,576 bytes.
+  // stopped at 10⁹ units with a plan of 157,080,576 bytes. The proof takes
+  // 762,602,860 units, 712,094,500 before the floor counted the gradients
+  // beside a branch (2026-11-28): its bounded rounds, growing from the floor
+  // by a quarter, now fail at 0.97× the optimum rather than 0.90×, and the
+  // stage programme's share of 10⁹ units no longer holds them.
   const graph g = layered(20);
   REQUIRE(g.size() == 104);
-  solve_options stage_plans = by_work(1'000'000'000);
+  solve_options stage_plans = by_work(1'200'000'000);
   stage_plans.general_search_work = 0;
   const solution s = solve(g, stage_plans);
   CHECK(s.status == solve_status::optimal);
@@ -120,7 +124,7 @@ TEST_CASE("exact proves the 104-node layered graph's least stage peak within 10�
   CHECK(s.peak_lower_bound == s.figures.peak_bytes);
   // A general plan goes below it (the search bounded by its peak stops at
   // the cap here, so the stage portfolio runs and the general plan wins).
-  const solution general = solve(g, by_work(1'000'000'000));
+  const solution general = solve(g, by_work(1'200'000'000));
   CHECK(general.figures.peak_bytes < s.figures.peak_bytes);
   CHECK(general.message.find("below the best stage plan (optimal over stage plans") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <remat/analysis/lower_sets.hpp>
+#include <remat/analysis/max_flow.hpp>
 #include <remat/graph/graph.hpp>
 
 namespace remat {
@@ -175,19 +176,37 @@ namespace detail {
 /// take O(p²/8) bytes); the floor stays valid, only weaker there.
 inline constexpr std::size_t max_pending_piece = 8192;
 
-/// Per node v, the bytes of gradient buffers other than its operands' that
-/// every schedule holds while v's backward runs: those of v's ancestors u
-/// with a consumer among v's descendants. That consumer's backward ran before
-/// v's (it waits for its own consumers' backwards), which allocated u's
-/// gradient, and u's backward waits for v's. No edge jumps a separator, so u
-/// and that consumer lie in v's piece or u is the separator closing the piece
-/// before. Complexity: O(Σ_pieces p · (p + e_p) / 64 + Σ_v Σ_{u ∈ anc(v)} deg u)
-/// for pieces of p nodes and e_p edges, O(p²/32) bytes per piece.
+/// The network size (nodes plus edges, summed over the minimum cuts of
+/// pending_gradients) past which the nodes left count only the ancestors'
+/// part: bounds the work on wide pieces.
+inline constexpr std::size_t max_pending_work = std::size_t{1} << 26;
+
+/// Per node v, the least bytes of gradient buffers other than its operands',
+/// and of parameter gradients other than its descendants', that any schedule
+/// holds while v's backward runs. The backwards done by then form an upper
+/// set B (a node's backward waits for its consumers') holding v's
+/// descendants and none of its ancestors. Every node outside B with a
+/// consumer in B holds its gradient buffer, which that consumer's backward
+/// allocated, and every node of B its parameter gradient. Ancestors of v
+/// with a consumer among v's descendants hold theirs whatever B is (a
+/// block's input, whose skip connection's backward ran first). Which of the
+/// other nodes, beside v (neither ancestors nor descendants: a parallel
+/// branch), are done is a choice, and the cheapest one is a minimum cut: a
+/// closure problem over `done` and `allocated` per node, linked by
+/// implications. No edge jumps a separator, so the cut is taken over v's
+/// piece and the separator before it; leaving out the rest only lowers the
+/// minimum, and the floor stays a bound. Complexity: O(Σ_pieces p · (p +
+/// e_p) / 64 + Σ_v Σ_{u ∈ anc(v)} deg u) for pieces of p nodes and e_p edges,
+/// O(p²/32) bytes per piece, plus a maximum flow per node over the nodes
+/// beside it (Dinic; none on chains and residual networks).
 inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
   const std::size_t n = g.size();
   std::vector<std::uint64_t> out(n, 0);
   const series_decomposition series = decompose_series(g);
   std::vector<char> operand(n, 0);
+  std::vector<std::size_t> done_at(n, 0), allocated_at(n, 0);  // network node + 1; 0: none
+  std::vector<node_id> beside;
+  std::size_t work_left = max_pending_work;
   for (std::size_t t = 0; t < series.pieces.size(); ++t) {
     const node_id first = t > 0 ? series.pieces[t - 1].last : series.pieces[t].first;
     const node_id last = series.pieces[t].last;
@@ -196,23 +215,84 @@ inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
     const std::size_t words = (range + 63) / 64;
     const std::vector<std::uint64_t> ancestors = reach_in_range(g, first, last, false);
     const std::vector<std::uint64_t> descendants = reach_in_range(g, first, last, true);
-    auto bit = [&](const std::vector<std::uint64_t>& sets, std::size_t v, std::size_t u) {
-      return (sets[(v - first) * words + (u - first) / 64] >> ((u - first) % 64)) & 1U;
-    };
     for (std::size_t v = series.pieces[t].first; v <= last; ++v) {
       if (g.is_input(v)) continue;
+      const std::uint64_t* anc = &ancestors[(v - first) * words];
+      const std::uint64_t* desc = &descendants[(v - first) * words];
+      auto in = [&](const std::uint64_t* set, node_id u) { return (set[(u - first) / 64] >> ((u - first) % 64)) & 1U; };
+      auto done = [&](node_id c) { return c <= last && (c == v || in(desc, c)); };
+      auto allocated = [&](node_id u) {
+        const auto consumers = g.successors(u);
+        return std::any_of(consumers.begin(), consumers.end(), done);
+      };
       for (node_id p : g.predecessors(v)) operand[p] = 1;
-      const std::uint64_t* mine = &ancestors[(v - first) * words];
+      std::uint64_t forced = 0;
       for (std::size_t w = 0; w < words; ++w)
-        for (std::uint64_t word = mine[w]; word != 0; word &= word - 1) {
+        for (std::uint64_t word = anc[w]; word != 0; word &= word - 1) {
           const node_id u = static_cast<node_id>(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
-          if (operand[u] || g.is_input(u)) continue;  // inputs have no gradient
-          for (node_id c : g.successors(u))
-            if (c <= last && bit(descendants, v, c)) {
-              out[v] += g.bytes(u);
-              break;
-            }
+          if (!operand[u] && !g.is_input(u) && allocated(u)) forced += g.bytes(u);  // inputs have no gradient
         }
+      beside.clear();
+      std::size_t size = 0;
+      for (std::size_t w = 0; w < words; ++w) {
+        std::uint64_t word = ~(anc[w] | desc[w]);
+        if (w + 1 == words && range % 64 != 0) word &= (std::uint64_t{1} << (range % 64)) - 1;
+        for (; word != 0; word &= word - 1) {
+          const node_id u = static_cast<node_id>(first + w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+          if (u == v || g.is_input(u)) continue;
+          beside.push_back(u);
+          size += 2 + g.successors(u).size() + g.predecessors(u).size();
+        }
+      }
+      out[v] = forced;
+      if (beside.empty() || size > work_left) {
+        for (node_id p : g.predecessors(v)) operand[p] = 0;
+        continue;
+      }
+      work_left -= size;
+      // Minimise Σ bytes(u)·(allocated(u) − done(u)) + params(u)·done(u)
+      // over the nodes beside v (and allocated(u) for ancestors not yet
+      // counted), subject to done(u) ⇒ done(c) and done(c) ⇒ allocated(u)
+      // for each consumer c, done(u) ⇒ allocated(u). Source side: 1.
+      flow_network net(2);
+      constexpr std::size_t source = 0, sink = 1;
+      std::int64_t constant = 0;
+      auto weigh = [&](std::size_t node, std::int64_t w) {
+        if (w > 0) net.add_edge(node, sink, static_cast<capacity>(w));
+        if (w < 0) {
+          constant += w;
+          net.add_edge(source, node, static_cast<capacity>(-w));
+        }
+      };
+      auto bytes = [&](node_id u) { return static_cast<std::int64_t>(g.bytes(u)); };
+      for (node_id u : beside) done_at[u] = net.add_node() + 1;
+      auto allocated_node = [&](node_id u) {
+        if (allocated_at[u] == 0) {
+          allocated_at[u] = net.add_node() + 1;
+          weigh(allocated_at[u] - 1, bytes(u));
+        }
+        return allocated_at[u] - 1;
+      };
+      for (node_id u : beside) {
+        const std::size_t x = done_at[u] - 1;
+        const bool surely_allocated = allocated(u);
+        weigh(x, static_cast<std::int64_t>(g.params(u)) - bytes(u));
+        if (surely_allocated) constant += bytes(u);
+        else net.add_edge(x, allocated_node(u), unbounded_capacity);
+        for (node_id c : g.successors(u))
+          if (c <= last && done_at[c] != 0) {
+            net.add_edge(x, done_at[c] - 1, unbounded_capacity);
+            if (!surely_allocated) net.add_edge(done_at[c] - 1, allocated_node(u), unbounded_capacity);
+          }
+        for (node_id p : g.predecessors(u))
+          if (p >= first && in(anc, p) && !operand[p] && !g.is_input(p) && !allocated(p))
+            net.add_edge(x, allocated_node(p), unbounded_capacity);
+      }
+      out[v] += static_cast<std::uint64_t>(static_cast<std::int64_t>(min_cut(net, source, sink).value) + constant);
+      for (node_id u : beside) {
+        done_at[u] = allocated_at[u] = 0;
+        for (node_id p : g.predecessors(u)) allocated_at[p] = 0;
+      }
       for (node_id p : g.predecessors(v)) operand[p] = 0;
     }
   }
@@ -226,7 +306,10 @@ struct op_floor {
   std::uint64_t bytes = 0;              ///< no schedule's peak is below this
   node_id node = 0;                     ///< the op that sets it
   bool backward = false;                ///< in its backward (else its forward)
-  std::uint64_t pending_gradients = 0;  ///< other values' gradient buffers that step holds in every schedule
+  /// Gradients beside v's own, its operands' and its descendants' that every
+  /// schedule holds at that step, at least (other values' gradient buffers,
+  /// other nodes' parameter gradients: pending_gradients)
+  std::uint64_t pending_gradients = 0;
 };
 
 /// What every schedule holds at each node's backward, above the resident
@@ -268,10 +351,12 @@ inline backward_floor backward_floors(const graph& g) {
 /// and its backward once, after the backwards of all its descendants, whose
 /// parameter gradients then exist; that step also holds v's own parameter
 /// gradient, v's output gradient, the values v's backward reads, a gradient
-/// buffer per operand, the backward workspace, and the gradient buffers of
-/// v's ancestors that a descendant of v also consumes (pending_gradients: a
-/// block's input, whose skip connection's backward already ran, during the
-/// block's backward). The floor is the largest of these over all nodes.
+/// buffer per operand, the backward workspace, and the least of the other
+/// gradients that any order of the backwards leaves pending there
+/// (pending_gradients: a block's input, whose skip connection's backward
+/// already ran, during the block's backward; a parallel branch's gradient,
+/// or its parameter gradients once its backward ran). The floor is the
+/// largest of these over all nodes.
 /// Complexity: that of backward_floors.
 inline op_floor per_op_floor(const graph& g) {
   const std::uint64_t resident = g.param_bytes() + g.input_bytes();
