@@ -57,7 +57,6 @@ std::uint64_t least_pending_by_enumeration(const graph& g, node_id v) {
 
 // x feeds two branches, a → b and p → q, that meet at d.
 graph two_branches(std::uint64_t p_params) {
-  using test::spec;
   return test::build("two branches", {{"x", "input", {}, 10},
                                       {"a", "conv2d", {"x"}, 100, backward_reads::inputs, 4},
                                       {"b", "relu", {"a"}, 100, backward_reads::output},

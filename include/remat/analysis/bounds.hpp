@@ -357,10 +357,10 @@ inline backward_floor backward_floors(const graph& g) {
 /// already ran, during the block's backward; a parallel branch's gradient,
 /// or its parameter gradients once its backward ran). The floor is the
 /// largest of these over all nodes.
-/// Complexity: that of backward_floors.
-inline op_floor per_op_floor(const graph& g) {
+/// `at_backward` is backward_floors(g), for callers that have it already.
+/// Complexity: O(n + m).
+inline op_floor per_op_floor(const graph& g, const backward_floor& at_backward) {
   const std::uint64_t resident = g.param_bytes() + g.input_bytes();
-  const backward_floor at_backward = backward_floors(g);
   op_floor best;
   best.bytes = resident;  // what every step holds, even when nothing is computed
   for (node_id v = 0; v < g.size(); ++v) {
@@ -374,5 +374,8 @@ inline op_floor per_op_floor(const graph& g) {
   }
   return best;
 }
+
+/// Complexity: that of backward_floors.
+inline op_floor per_op_floor(const graph& g) { return per_op_floor(g, backward_floors(g)); }
 
 }  // namespace remat

@@ -106,7 +106,11 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
   // more than the optimum needs.
   if (options.goal == objective::memory && !options.keep_frontier &&
       options.budget == std::numeric_limits<std::uint64_t>::max()) {
-    std::uint64_t bound = per_op_floor(g).bytes;
+    // Every round (and chain's) works on g: its floors are worked out once.
+    std::optional<backward_floor> own_floors;
+    if (!options.floors) own_floors = backward_floors(g);
+    const backward_floor& floors = options.floors ? *options.floors : *own_floors;
+    std::uint64_t bound = per_op_floor(g, floors).bytes;
     dp_stats spent;
     // A plan of id-interval stages (chain's family, which this one holds)
     // bounds the least peak from above. Once a failed round has evaluated
@@ -120,6 +124,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
       upper_tried = true;
       dp_options chain = options;
       chain.peak_only = true;
+      chain.floors = &floors;
       const dp_result c = solve_dp(g, dp_family::prefix, chain);
       spent.lower_sets += c.stats.lower_sets;
       spent.transitions += c.stats.transitions;
@@ -132,6 +137,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     for (;;) {
       dp_options bounded = options;  // the rounds share one time budget
       bounded.budget = bound;
+      bounded.floors = &floors;
       dp_result r = solve_dp(g, family, bounded);
       spent.lower_sets += r.stats.lower_sets;
       spent.transitions += r.stats.transitions;

@@ -17,6 +17,8 @@
 
 namespace remat {
 
+struct backward_floor;
+
 /// The lower-set programme's counts: states (lower sets) created, stages
 /// evaluated, labels created, extensions cut by a bound.
 struct dp_stats {
@@ -71,6 +73,9 @@ struct dp_options {
   /// Only chains that keep gradient sums bit-for-bit (gradient_order_constraints):
   /// then a plan never changes a single bit of the gradients.
   bool preserve_gradient_order = true;
+  /// backward_floors(g) of the graph solved, when the caller has it: rounds
+  /// over one graph then work it out once (a cut per node on wide graphs).
+  const backward_floor* floors = nullptr;
 };
 
 /// One point of the Pareto frontier with the stage assignment that reaches it

@@ -556,7 +556,7 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     // programme has nothing to add; the search bounded by its peak that
     // shows it is cheap where the general plan is far below the stage optimum.
     const std::optional<std::string> searched =
-        general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak) : std::nullopt;
+        general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak, floor) : std::nullopt;
     if (searched) {
       detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")");
       return finished(std::move(*general));

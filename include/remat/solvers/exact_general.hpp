@@ -155,8 +155,9 @@ struct stages_above {
 // plan at the same peak may recompute less: then the stage programme must
 // run. The bound's reach depends on the clock, but only the message does:
 // where it shows every stage plan higher, the stage programme cannot change
-// the answer.
-inline stages_above no_stage_plan_as_low(const graph& g, const exact_options& options, std::uint64_t peak) {
+// the answer. `floor`: g's per-op floor.
+inline stages_above no_stage_plan_as_low(const graph& g, const exact_options& options, std::uint64_t peak,
+                                         std::uint64_t floor) {
   stages_above out;
   if (options.time.expired()) return out;
   dp_options below;
@@ -182,6 +183,7 @@ inline stages_above no_stage_plan_as_low(const graph& g, const exact_options& op
   if (!out.past_cap || options.bound_time_limit.count() <= 0 || options.time.expired()) return out;
   subgraph_bound_options above;
   above.stop_above = peak;
+  above.per_op_floor = floor;
   above.time = options.time.next(options.bound_time_limit);
   const subgraph_bound bound = subgraph_peak_bound(g, above);
   if (bound.bytes > peak)
@@ -192,15 +194,15 @@ inline stages_above no_stage_plan_as_low(const graph& g, const exact_options& op
 // The same in every order `exact` searches stage plans in (`automatic`:
 // consumers first too past the cap).
 inline std::optional<std::string> no_stage_plan_as_low_in_orders(const graph& g, const exact_options& options,
-                                                                std::uint64_t peak) {
+                                                                std::uint64_t peak, std::uint64_t floor) {
   stages_above here;
   if (options.order != order_choice::consumers_first &&
-      (here = no_stage_plan_as_low(g, options, peak)).shown_by.empty())
+      (here = no_stage_plan_as_low(g, options, peak, floor)).shown_by.empty())
     return std::nullopt;
   if (options.order == order_choice::graph || (options.order == order_choice::automatic && !here.past_cap))
     return here.shown_by;
   const std::vector<node_id> order = consumers_first(g, options.preserve_gradient_order);
-  const stages_above there = no_stage_plan_as_low(reorder_graph(g, order), options, peak);
+  const stages_above there = no_stage_plan_as_low(reorder_graph(g, order), options, peak, floor);
   if (there.shown_by.empty()) return std::nullopt;
   return here.shown_by.empty() ? there.shown_by
                                : here.shown_by + " in the graph's order; " + there.shown_by + " consumers first";

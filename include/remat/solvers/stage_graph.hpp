@@ -70,7 +70,7 @@ class stage_graph {
     }
     resident_ = g.param_bytes() + g.input_bytes();
     buckets_.resize(total_computed_ + 1);
-    backward_ = backward_floors(g);
+    backward_ = options.floors ? *options.floors : backward_floors(g);
     rest_from_piece_.assign(pieces_.pieces.size() + 1, 0);
     for (std::size_t k = pieces_.pieces.size(); k-- > 0;) {
       std::uint64_t most = rest_from_piece_[k + 1];

@@ -238,7 +238,8 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
     // to refute): a round that completes without a plan proves its bound;
     // one that finds a plan gives the subgraph's least peak.
     const std::uint64_t lower_sets = count_lower_sets(h).count;
-    std::uint64_t bound = std::max(out.bytes, per_op_floor(h).bytes);
+    const backward_floor floors = backward_floors(h);  // shared by the rounds below
+    std::uint64_t bound = std::max(out.bytes, per_op_floor(h, floors).bytes);
     if (options.stop_above != std::numeric_limits<std::uint64_t>::max()) bound = std::max(bound, options.stop_above);
     for (;;) {
       if (options.time.expired()) {
@@ -250,6 +251,7 @@ inline subgraph_bound subgraph_peak_bound(const graph& g, const subgraph_bound_o
       round.preserve_gradient_order = false;
       round.budget = bound;
       round.time = options.time;
+      round.floors = &floors;
       const dp_result r = solve_dp(h, dp_family::exact, round);
       if (!r.complete) {
         out.stopped = true;
