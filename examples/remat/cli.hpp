@@ -181,6 +181,19 @@ inline CLI::Validator seconds_check(bool zero_allowed) {
 
 /// Seconds (checked by seconds_check) as whole milliseconds, rounded up so a
 /// positive limit never becomes zero.
+/// The options `plan` and `explain` share over exact's general plans: the
+/// local search's work units and the recompute its plans may take.
+inline void add_general_plan_options(CLI::App* cmd, double& general_work, double& max_recompute) {
+  cmd->add_option("--general-work", general_work,
+                  "work units of the local search over general plans exact runs first past 16 computed nodes "
+                  "(0: stage plans only)")
+      ->check(CLI::Range(0.0, 1.8e19))
+      ->capture_default_str();
+  cmd->add_option("--max-recompute", max_recompute,
+                  "forward passes exact's general plans may recompute (0: no limit; a stage plan recomputes at most 1)")
+      ->check(CLI::Range(0.0, 1e9));
+}
+
 inline std::chrono::milliseconds to_milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
 }

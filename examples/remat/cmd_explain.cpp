@@ -94,8 +94,8 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   } else {
     const simulation& sim = e.optimal.figures;
     const std::int64_t saved = e.saving(e.optimal);
-    out.push_back(fmt::format("The optimal plan{} saves {} ({}) with {} recompute steps ({:.3g} s, {} of forward + backward).",
-                              e.optimal_status == solve_status::optimal ? "" : " (the best found, not proven optimal)",
+    out.push_back(fmt::format("The {} saves {} ({}) with {} recompute steps ({:.3g} s, {} of forward + backward).",
+                              e.optimal_status == solve_status::optimal ? "optimal plan" : "best plan found (not proven optimal)",
                               signed_bytes(saved), percent(share(saved > 0 ? static_cast<std::uint64_t>(saved) : 0, total)),
                               sim.recompute_steps, sim.recompute_time, percent(sim.overhead())));
   }
@@ -105,25 +105,28 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
       out.push_back(fmt::format("Regular training fits the budget of {} with {} to spare.", budget,
                                 format_bytes(*e.budget - e.regular.peak_bytes())));
     else if (e.fits(e.optimal))
-      out.push_back(fmt::format("Regular training does not fit {}; the optimal plan does, with {} to spare.", budget,
+      out.push_back(fmt::format("Regular training does not fit {}; the {} does, with {} to spare.", budget,
+                                e.optimal_status == solve_status::optimal ? "optimal plan" : "best plan found",
                                 format_bytes(*e.budget - e.optimal.peak_bytes())));
     else if (e.budget_below_floor())
       out.push_back(fmt::format("No plan fits {}: the per-op floor is {}, and parameters, their gradients and "
                                 "optimizer state alone take {}.",
                                 budget, format_bytes(e.floor_bytes()),
                                 format_bytes(g.param_bytes() * (2 + state_buffers(e.optimizer)))));
-    else if (e.stage_plan_bound > *e.budget)
-      out.push_back(fmt::format("No plan fits {}: regular training needs {}, and no stage plan{} needs less than {} "
-                                "({}).",
-                                budget, format_bytes(e.regular.peak_bytes()),
-                                e.bound_both_orders ? " in either execution order" : "", format_bytes(e.stage_plan_bound),
+    else if (e.plan_bound > *e.budget)
+      out.push_back(fmt::format("remat found no plan within {}: regular training needs {}; among {}{}, none needs less "
+                                "than {} ({}); the per-op floor, {}, does not rule out plans of other kinds.",
+                                budget, format_bytes(e.regular.peak_bytes()), e.bound_family,
+                                e.bound_both_orders ? " in either execution order" : "", format_bytes(e.plan_bound),
                                 e.optimal_status == solve_status::optimal
                                     ? "the optimal plan's peak"
-                                    : "a lower bound from the exact optimum of a subgraph"));
+                                    : "a lower bound from the exact optimum of a subgraph",
+                                format_bytes(e.floor_bytes())));
     else
-      out.push_back(fmt::format("remat found no plan within {}: the least it found needs {} (the lower bound, {}, "
+      out.push_back(fmt::format("remat found no plan within {}: the least it found needs {} (the lower bound{}, {}, "
                                 "does not rule one out).",
-                                budget, format_bytes(e.optimal.peak_bytes()), format_bytes(e.stage_plan_bound)));
+                                budget, format_bytes(e.optimal.peak_bytes()),
+                                e.bound_family == "every plan" ? "" : " for " + e.bound_family, format_bytes(e.plan_bound)));
   }
   return out;
 }
@@ -228,6 +231,8 @@ void add_explain_command(CLI::App& app) {
     std::vector<std::string> keep;
     std::size_t top = 6;
     double time_limit = 60;
+    double general_work = static_cast<double>(explain_options{}.general_search_work);
+    double max_recompute = 0;
     bool json = false;
   };
   auto opt = std::make_shared<options>();
@@ -254,6 +259,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--time-limit", opt->time_limit, "seconds for each search (the plan, the frontier)")
       ->check(seconds_check(false))
       ->capture_default_str();
+  add_general_plan_options(cmd, opt->general_work, opt->max_recompute);
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
   cmd->callback([opt] {
     output_files outputs;
@@ -266,6 +272,8 @@ void add_explain_command(CLI::App& app) {
     explain_options eo;
     eo.optimizer = *parse_optimizer(opt->optimizer);
     eo.time_limit = to_milliseconds(opt->time_limit);
+    eo.general_search_work = static_cast<std::uint64_t>(opt->general_work);
+    if (opt->max_recompute > 0) eo.general_max_recompute = opt->max_recompute;
     if (!opt->budget.empty()) {
       const auto budget = parse_bytes(opt->budget);
       if (!budget) throw error("--budget: '" + opt->budget + "' is not a byte size (try 8GiB, 1.5GB or 4096)");
@@ -298,8 +306,11 @@ void add_explain_command(CLI::App& app) {
     const std::string optimizer_words =
         fmt::format("{} ({} state buffer{} per parameter: {})", to_string(e.optimizer), state_buffers(e.optimizer),
                     state_buffers(e.optimizer) == 1 ? "" : "s", format_bytes(e.optimizer_state));
+    // "optimal" is only ever said with the plans it covers.
     const std::string optimal_words =
-        std::string(to_string(e.optimal_status)) + (e.optimal_message.empty() ? "" : " (" + e.optimal_message + ")");
+        std::string(to_string(e.optimal_status)) +
+        (e.optimal_status == solve_status::optimal && !e.optimal_family.empty() ? " over " + e.optimal_family : "") +
+        (e.optimal_message.empty() ? "" : " (" + e.optimal_message + ")");
 
     if (!opt->graph_svg.empty()) {
       std::vector<svg::plan_panel> panels{{e.chosen ? chosen_title : "regular training", e.chosen ? &*e.chosen : &e.regular},
@@ -317,8 +328,8 @@ void add_explain_command(CLI::App& app) {
       frontier = simulated_frontier(g, e, eo.time_limit);
       const svg::byte_unit unit = svg::unit_for(e.regular.peak_bytes());
       auto x = [&](std::uint64_t bytes) { return static_cast<double>(bytes) / unit.divisor; };
-      svg::series line{frontier->status == solve_status::optimal ? "frontier (exact)"
-                                                                 : "frontier (sampled: each point optimal for its budget)",
+      svg::series line{frontier->status == solve_status::optimal ? "stage-plan frontier (exact)"
+                                                                 : "stage-plan frontier (sampled: each point optimal for its budget)",
                        "#1f77b4", {}, true, true};
       for (const tradeoff& t : frontier->points) line.points.emplace_back(x(t.peak_bytes), 100.0 * t.overhead);
       std::vector<svg::mark> marks{{x(e.regular.peak_bytes()), 0.0, "regular training", "#d62728"}};
@@ -349,6 +360,7 @@ void add_explain_command(CLI::App& app) {
       if (e.chosen) doc["chosen"] = plan_json(g, e, *e.chosen, opt->top);
       doc["optimal"] = plan_json(g, e, e.optimal, opt->top);
       doc["optimal"]["status"] = to_string(e.optimal_status);
+      if (!e.optimal_family.empty()) doc["optimal"]["proof_family"] = e.optimal_family;
       doc["optimal"]["message"] = e.optimal_message;
       doc["optimal"]["is_regular"] = e.optimal_is_regular();
       if (e.budget) doc["budget"] = *e.budget;

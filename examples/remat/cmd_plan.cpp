@@ -86,14 +86,7 @@ void add_plan_command(CLI::App& app) {
                   "seconds exact spends on a lower bound above the per-op floor when its plan is not proven (0: none)")
       ->check(seconds_check(true))
       ->capture_default_str();
-  cmd->add_option("--general-work", opt->general_work,
-                  "work units of the local search over general plans exact runs first past 16 computed nodes "
-                  "(0: stage plans only)")
-      ->check(CLI::Range(0.0, 1.8e19))
-      ->capture_default_str();
-  cmd->add_option("--max-recompute", opt->max_recompute,
-                  "forward passes exact's general plans may recompute (0: no limit; a stage plan recomputes at most 1)")
-      ->check(CLI::Range(0.0, 1e9));
+  add_general_plan_options(cmd, opt->general_work, opt->max_recompute);
   cmd->add_option("-o,--output", opt->output, "write the plan (schedule and figures) as JSON");
   cmd->add_option("--dot", opt->dot, "write the graph under the plan as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
@@ -148,8 +141,13 @@ void add_plan_command(CLI::App& app) {
       throw error(s.message.empty() ? "no plan meets the budget" : s.message);
     }
     add_figures(out, g, s.best, s.figures, regular);
-    out.row("order", s.best.order.empty() ? "graph (the file's node order)" : "consumers-first (a value's readers run right after it)",
-            s.best.order.empty() ? "graph" : "consumers-first");
+    const std::string order = order_name(g, s.best.order);
+    const std::string order_words = order == "graph"             ? "the file's node order"
+                                    : order == "consumers-first" ? "a value's readers run right after it"
+                                    : order == "last-written-first"
+                                        ? "of the nodes ready, the one the file lists last runs first"
+                                        : "a topological order of the plan's own";
+    out.row("order", order + " (" + order_words + ")", order);
     if (so.goal == objective::memory && s.peak_lower_bound > 0) {
       const double gap = static_cast<double>(s.figures.peak_bytes) / static_cast<double>(s.peak_lower_bound) - 1.0;
       // A bound above the per-op floor comes from a search over the method's

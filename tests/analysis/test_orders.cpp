@@ -52,6 +52,35 @@ bool keeps_constraints(const graph& g, const std::vector<node_id>& order, const 
   return true;
 }
 
+// w feeds three readers; r1 -> s1 shrinks it, r2 -> s2 does too, r3 never
+// does. u is unrelated, between w and its readers in id order.
+graph fan() {
+  return test::build("fan", {{"x", "input", {}, 10},
+                             {"w", "conv2d", {"x"}, 100, backward_reads::inputs},
+                             {"u", "conv2d", {"x"}, 10, backward_reads::inputs},
+                             {"r1", "relu", {"w"}, 100, backward_reads::output},
+                             {"r2", "relu", {"w"}, 100, backward_reads::output},
+                             {"r3", "relu", {"w"}, 100, backward_reads::output},
+                             {"s1", "conv2d", {"r1"}, 20, backward_reads::inputs},
+                             {"s2", "conv2d", {"r2"}, 20, backward_reads::inputs},
+                             {"s3", "conv2d", {"r3"}, 100, backward_reads::inputs},
+                             {"y", "add", {"s1", "s2", "s3", "u"}, 100}});
+}
+
+// On 300 random DAGs, `order_of` gives as many nodes as the graph has, each after its operands
+// and within the gradient-order constraints, and the same order every time.
+template <class OrderOf>
+void check_on_random_dags(OrderOf order_of) {
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const graph r = test::random_dag(3 + seed % 40, seed, 2 + seed % 6, 1 + seed % 3);
+    const precedence constraints = gradient_order_constraints(r);
+    const std::vector<node_id> o = order_of(r, constraints);
+    REQUIRE(o.size() == r.size());
+    CHECK(keeps_constraints(r, o, constraints));
+    CHECK(o == order_of(r, constraints));
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("execution order") {
@@ -109,18 +138,7 @@ TEST_CASE("an order that is not a topological order of every node is refused, na
 }
 
 TEST_CASE("the consumers-first order runs a value's readers until they shrink it, and keeps the gradient order") {
-  // w feeds three readers; r1 -> s1 shrinks it, r2 -> s2 does too, r3 never
-  // does. u is unrelated and comes first in id order.
-  const graph g = test::build("fan", {{"x", "input", {}, 10},
-                                      {"w", "conv2d", {"x"}, 100, backward_reads::inputs},
-                                      {"u", "conv2d", {"x"}, 10, backward_reads::inputs},
-                                      {"r1", "relu", {"w"}, 100, backward_reads::output},
-                                      {"r2", "relu", {"w"}, 100, backward_reads::output},
-                                      {"r3", "relu", {"w"}, 100, backward_reads::output},
-                                      {"s1", "conv2d", {"r1"}, 20, backward_reads::inputs},
-                                      {"s2", "conv2d", {"r2"}, 20, backward_reads::inputs},
-                                      {"s3", "conv2d", {"r3"}, 100, backward_reads::inputs},
-                                      {"y", "add", {"s1", "s2", "s3", "u"}, 100}});
+  const graph g = fan();
   const std::vector<node_id> order = consumers_first_order(g, gradient_order_constraints(g));
   std::vector<std::string> names;
   for (node_id v : order) names.push_back(g.node_name(v));
@@ -130,14 +148,36 @@ TEST_CASE("the consumers-first order runs a value's readers until they shrink it
   // A chain has nothing to pull: its order is the id order.
   CHECK(is_id_order(consumers_first_order(test::chain())));
 
-  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
-    const graph r = test::random_dag(3 + seed % 40, seed, 2 + seed % 6, 1 + seed % 3);
-    const precedence constraints = gradient_order_constraints(r);
-    const std::vector<node_id> o = consumers_first_order(r, constraints);
-    REQUIRE(o.size() == r.size());
-    CHECK(keeps_constraints(r, o, constraints));
-    CHECK(o == consumers_first_order(r, constraints));  // deterministic
-  }
+  check_on_random_dags([](const graph& r, const precedence& c) { return consumers_first_order(r, c); });
+}
+
+TEST_CASE("the last-written-first order runs the ready node the file lists last, and keeps the gradient order") {
+  // A U-Net's skip: `crop` reads `a` but is written after the deeper branch.
+  const graph skip = test::build("skip", {{"x", "input", {}, 10},
+                                          {"a", "conv2d", {"x"}, 100, backward_reads::inputs},
+                                          {"pool", "maxpool", {"a"}, 25, backward_reads::inputs},
+                                          {"deep", "conv2d", {"pool"}, 25, backward_reads::inputs},
+                                          {"crop", "crop", {"a"}, 50},
+                                          {"y", "concat", {"crop", "deep"}, 75}});
+  auto names = [](const graph& g, const std::vector<node_id>& order) {
+    std::vector<std::string> out;
+    for (node_id v : order) out.push_back(g.node_name(v));
+    return out;
+  };
+  CHECK(names(skip, last_written_first_order(skip)) ==
+        std::vector<std::string>{"x", "a", "crop", "pool", "deep", "y"});
+
+  // w's three readers keep their id order (gradient_order_constraints), each
+  // followed by what it makes ready; u, written after w, runs before it.
+  const graph readers = fan();
+  const precedence fan_constraints = gradient_order_constraints(readers);
+  CHECK(names(readers, last_written_first_order(readers, fan_constraints)) ==
+        std::vector<std::string>{"x", "u", "w", "r1", "s1", "r2", "s2", "r3", "s3", "y"});
+  CHECK(names(readers, last_written_first_order(readers)) ==
+        std::vector<std::string>{"x", "u", "w", "r3", "s3", "r2", "s2", "r1", "s1", "y"});
+
+  CHECK(is_id_order(last_written_first_order(test::chain())));
+  check_on_random_dags([](const graph& r, const precedence& c) { return last_written_first_order(r, c); });
 }
 
 }  // TEST_SUITE

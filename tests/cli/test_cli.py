@@ -268,6 +268,27 @@ with tempfile.TemporaryDirectory() as tmp:
             check(f"the {kind} SVG renders", r.returncode == 0 and not r.stderr and png.exists() and
                   png.stat().st_size > 10000, r.stderr)
 
+    # explain's plan is the one `remat plan` gives, general plans included;
+    # 800 MiB lies between ResNet-152's general plan and its stage optimum
+    r = run("plan", big, "--json", "--quiet")
+    planned = json.loads(r.stdout).get("peak") if r.returncode == 0 else None
+    r = run("explain", big, "--json")
+    ex = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("explain: the plan of `remat plan`, with the plans its status speaks of",
+          planned is not None and ex.get("optimal", {}).get("peak") == planned and
+          ex.get("optimal", {}).get("proof_family") in ("general plans", "every schedule"), str(ex.get("optimal"))[:300])
+    r = run("explain", big, "--budget", "800MiB", "--json")
+    ex = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("explain: a general plan fits 800 MiB",
+          0 < ex.get("optimal", {}).get("peak", 0) <= 800 << 20 and
+          any("the best plan found does" in v for v in ex.get("verdict", [])), str(ex.get("verdict")))
+    r = run("explain", big, "--budget", "800MiB", "--general-work", "0", "--json")
+    ex = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("explain --general-work 0: no stage plan fits 800 MiB, and the verdict names the family",
+          ex.get("optimal", {}).get("peak", 0) > 800 << 20 and ex.get("optimal", {}).get("proof_family") == "stage plans" and
+          any("among stage plans, none needs less than" in v and "does not rule out plans of other kinds" in v
+              for v in ex.get("verdict", [])), str(ex.get("verdict")))
+
     # Kusumoto IR input
     ir = file("cg.txt", "3 2\n0 64 x\n1 32 /c/W\n2 128 y\nforward\n2 1\n0 _\n1 _\n2\nConvolution2DFunction\n{}\n"
                         "backward\n3 2\n2 gradient\n0 input\n1 input\n0\n1\nConvolution2DFunction\n{}\n")

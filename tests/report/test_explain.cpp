@@ -9,6 +9,7 @@
 
 #include <remat/io/load.hpp>
 #include <remat/report/explain.hpp>
+#include <remat/solve.hpp>
 
 #include "../support/random_graphs.hpp"
 #include "../support/shaped_graphs.hpp"
@@ -144,10 +145,14 @@ TEST_CASE("tensors alive at a step add up to the simulator's memory of that step
   }
 }
 
-TEST_CASE("a network checkpointing helps: the optimal plan's saving, bounded by the per-op floor") {
+TEST_CASE("a network checkpointing helps: the plan remat plan gives, bounded by the per-op floor") {
   const graph g = test::resnet_like(10);
   const explanation e = explain(g, std::nullopt);
-  CHECK(e.optimal_status == solve_status::optimal);
+  const solution s = solve(g, {});
+  CHECK(e.optimal.figures.peak_bytes == s.figures.peak_bytes);
+  CHECK(e.optimal.p.steps == s.best.steps);
+  CHECK(e.optimal_status == s.status);
+  CHECK(e.optimal_family == s.proof_family);
   CHECK_FALSE(e.optimal_is_regular());
   CHECK(e.saving(e.optimal) > 0);
   CHECK(static_cast<std::uint64_t>(e.saving(e.optimal)) <= e.most_any_plan_saves());
@@ -158,9 +163,16 @@ TEST_CASE("a network checkpointing helps: the optimal plan's saving, bounded by 
   CHECK(total(e.optimal.at_peak) == e.optimal.peak_bytes());
   CHECK(e.optimizer_state == 0);
 
+  // Stage plans alone: their proven optimum, the frontier's first point.
+  explain_options stages_only;
+  stages_only.general_search_work = 0;
+  const explanation stage = explain(g, std::nullopt, stages_only);
+  CHECK(stage.optimal_status == solve_status::optimal);
+  CHECK(stage.optimal_family == "stage plans");
+  CHECK(e.optimal.peak_bytes() < stage.optimal.peak_bytes());
   const explained_frontier f = simulated_frontier(g, e);
   REQUIRE(!f.points.empty());
-  CHECK(f.points.front().peak_bytes == e.optimal.peak_bytes());
+  CHECK(f.points.front().peak_bytes == stage.optimal.peak_bytes());
   for (std::size_t i = 1; i < f.points.size(); ++i) {
     CHECK(f.points[i - 1].peak_bytes < f.points[i].peak_bytes);
     CHECK(f.points[i - 1].recompute_time > f.points[i].recompute_time);
@@ -168,27 +180,47 @@ TEST_CASE("a network checkpointing helps: the optimal plan's saving, bounded by 
   CHECK(f.points.back().peak_bytes <= e.regular.peak_bytes());
 }
 
-TEST_CASE("a budget: the least recompute within it; below every plan, the least peak") {
+TEST_CASE("a budget: the least recompute within it; below every plan found, the least peak and a bound naming its plans") {
   const graph g = test::resnet_like(10);
+  explain_options stages_only;
+  stages_only.general_search_work = 0;
   const explanation least = explain(g, std::nullopt);
+  const explanation stage = explain(g, std::nullopt, stages_only);
+  REQUIRE(least.optimal.peak_bytes() < stage.optimal.peak_bytes());
   explain_options o;
   o.optimizer = optimizer::momentum;
   const std::uint64_t state = g.param_bytes();
-  o.budget = (least.regular.figures.peak_bytes + least.optimal.figures.peak_bytes) / 2 + state;
+  o.budget = (least.regular.figures.peak_bytes + stage.optimal.figures.peak_bytes) / 2 + state;
   const explanation within = explain(g, std::nullopt, o);
   CHECK(within.fits(within.optimal));
   CHECK_FALSE(within.fits(within.regular));
-  CHECK(within.optimal.figures.recompute_time <= least.optimal.figures.recompute_time);
+  CHECK(within.optimal.figures.recompute_time <= stage.optimal.figures.recompute_time);
   CHECK(within.optimal.peak_bytes() <= *o.budget);
 
+  // Between the general plan and the stage optimum: the general plan fits,
+  // which the stage plans' proven optimum rules out for them alone.
+  o.budget = (least.optimal.figures.peak_bytes + stage.optimal.figures.peak_bytes) / 2 + state;
+  const explanation between = explain(g, std::nullopt, o);
+  CHECK(between.fits(between.optimal));
+  CHECK(between.optimal.peak_bytes() <= *o.budget);
+  explain_options o_stages = o;
+  o_stages.general_search_work = 0;
+  const explanation between_stages = explain(g, std::nullopt, o_stages);
+  CHECK_FALSE(between_stages.fits(between_stages.optimal));
+  CHECK(between_stages.optimal_status == solve_status::optimal);
+  CHECK(between_stages.plan_bound == stage.optimal.figures.peak_bytes + state);
+  CHECK(between_stages.bound_family == "stage plans");
+  CHECK(between_stages.plan_bound > *o.budget);
+  CHECK_FALSE(between_stages.budget_below_floor());
+
+  // Below the general plan nothing found fits, and only the floor bounds it.
   o.budget = least.optimal.figures.peak_bytes + state - 1;
   const explanation below = explain(g, std::nullopt, o);
   CHECK_FALSE(below.fits(below.optimal));
   CHECK(below.optimal.figures.peak_bytes == least.optimal.figures.peak_bytes);
-  // The optimum is proven, so it bounds every stage plan: none fits.
-  CHECK(below.optimal_status == solve_status::optimal);
-  CHECK(below.stage_plan_bound == least.optimal.figures.peak_bytes + state);
-  CHECK(below.stage_plan_bound > *o.budget);
+  CHECK(below.plan_bound == below.floor_bytes());
+  CHECK(below.bound_family == "every plan");
+  CHECK_FALSE(below.budget_below_floor());
 
   o.budget = state / 2;  // not even the optimizer state fits
   CHECK(explain(g, std::nullopt, o).budget_below_floor());

@@ -85,14 +85,54 @@ TEST_CASE("exact with a budget no stage plan meets: a general plan within it, el
   CHECK(within.claimed_peak <= o.budget);
   CHECK(within.produced_by == "general local search");
   CHECK(within.message.find("which no stage plan found does") != std::string::npos);
+  // The stage plans' least budget, a least-peak programme, is not sought once
+  // the general plan fits: the stages evaluated are those the budget reaches.
+  CHECK(within.message.find("smallest feasible budget") == std::string::npos);
+  CHECK(within.stats.count("stages evaluated") < stages.stats.count("stages evaluated"));
   o.general_search_work = 0;
-  CHECK(solve(g, o).status == solve_status::infeasible);
+  const solution stages_only = solve(g, o);
+  CHECK(stages_only.status == solve_status::infeasible);
+  CHECK(stages_only.smallest_feasible_budget == stages.claimed_peak);
+  // Below the general plan too: the stage answer, with the least budget of
+  // stage plans and the general plan's peak as a budget that works.
+  o.general_search_work = exact_options{}.general_search_work;
+  o.budget = least.claimed_peak - 1;
+  const solution below = solve(g, o);
+  CHECK(below.status == solve_status::infeasible);
+  CHECK(below.smallest_feasible_budget == stages.claimed_peak);
+  CHECK(below.known_feasible_budget == least.claimed_peak);
+  CHECK(below.message.find("the smallest feasible budget for one is") != std::string::npos);
   // A budget stage plans meet is answered over stage plans, as before.
   o.general_search_work = exact_options{}.general_search_work;
   o.budget = stages.claimed_peak;
   const solution staged = solve(g, o);
   CHECK(staged.status == solve_status::optimal);
   CHECK(staged.best.stage_modes.empty());
+}
+
+TEST_CASE("exact's general step also searches the last-written-first order: U-Net proven at the floor, PSPNet lower") {
+  // U-Net (the seed's size): every plan found in the graph's and the
+  // consumers-first orders peaks above the per-op floor; one in the
+  // last-written-first order meets it, which proves it least of every schedule.
+  const graph unet = zoo::build("unet");
+  const solution s = solve(unet, {});
+  CHECK(s.status == solve_status::optimal);
+  CHECK(s.proof_family == "every schedule");
+  CHECK(s.claimed_peak == per_op_floor(unet).bytes);
+  CHECK(simulate(unet, s.best.steps).peak_bytes == s.claimed_peak);
+  CHECK(order_name(unet, s.best.order) == "last-written-first");
+  CHECK(s.message.find("in last-written-first order") != std::string::npos);
+  for (order_choice one : {order_choice::graph, order_choice::consumers_first}) {
+    solve_options o;
+    o.order = one;
+    CHECK(solve(unet, o).claimed_peak > s.claimed_peak);
+  }
+  const graph pspnet = zoo::build("pspnet");
+  solve_options graph_order;
+  graph_order.order = order_choice::graph;
+  const solution both = solve(pspnet, {}), graph_only = solve(pspnet, graph_order);
+  CHECK(both.claimed_peak < graph_only.claimed_peak);
+  CHECK(order_name(pspnet, both.best.order) == "last-written-first");
 }
 
 TEST_CASE("exact's recompute ceiling holds its general plans to a forward pass") {
@@ -125,28 +165,25 @@ TEST_CASE("exact on random DAGs past 16 computed nodes: general plans only below
   CHECK(general > 0);
 }
 
-TEST_CASE("exact on U-Net and DARTS: the plan that keeps nothing, where it peaks lowest") {
-  for (const std::string name : {"unet", "darts-cifar10"}) {
-    CAPTURE(name);
-    const graph g = zoo::build(name);
-    const solution exact = run(g, method::exact);
-    CHECK(exact.produced_by == "keep nothing");
-    CHECK(exact.message.find("nothing kept") != std::string::npos);
-    // The plan keeping nothing in consumers-first order, lower than in the
-    // graph's order, then values kept at its peak: far less recompute.
-    const std::vector<node_id> order = consumers_first(g, true);
-    const simulation none = simulate(g, detail::keep_nothing(g, order).steps(g));
-    CHECK(exact.best.order == order);
-    CHECK(exact.claimed_peak == none.peak_bytes);
-    CHECK(exact.claimed_peak < simulate(g, detail::keep_nothing(g, {}).steps(g)).peak_bytes);
-    CHECK(exact.best.kept.count() > 0);
-    CHECK(exact.claimed_recompute * 3 < none.recompute_time);
-    CHECK(exact.message.find("values kept where its peak allows") != std::string::npos);
-    const solution stages = run(g, method::exact, 0), kept = run(g, method::kept_search);
-    CHECK(exact.claimed_peak < stages.claimed_peak);
-    CHECK(exact.claimed_peak < kept.claimed_peak);
-    CHECK(exact.claimed_peak >= exact.peak_lower_bound);
-  }
+TEST_CASE("exact on DARTS: the plan that keeps nothing, where it peaks lowest") {
+  const graph g = zoo::build("darts-cifar10");
+  const solution exact = run(g, method::exact);
+  CHECK(exact.produced_by == "keep nothing");
+  CHECK(exact.message.find("nothing kept") != std::string::npos);
+  // The plan keeping nothing in consumers-first order, lower than in the
+  // graph's order, then values kept at its peak: far less recompute.
+  const std::vector<node_id> order = consumers_first(g, true);
+  const simulation none = simulate(g, detail::keep_nothing(g, order).steps(g));
+  CHECK(exact.best.order == order);
+  CHECK(exact.claimed_peak == none.peak_bytes);
+  CHECK(exact.claimed_peak < simulate(g, detail::keep_nothing(g, {}).steps(g)).peak_bytes);
+  CHECK(exact.best.kept.count() > 0);
+  CHECK(exact.claimed_recompute * 3 < none.recompute_time);
+  CHECK(exact.message.find("values kept where its peak allows") != std::string::npos);
+  const solution stages = run(g, method::exact, 0), kept = run(g, method::kept_search);
+  CHECK(exact.claimed_peak < stages.claimed_peak);
+  CHECK(exact.claimed_peak < kept.claimed_peak);
+  CHECK(exact.claimed_peak >= exact.peak_lower_bound);
 }
 
 TEST_CASE("exact on DARTS: a subgraph bound shows every stage plan higher, and the plan is the same without it") {

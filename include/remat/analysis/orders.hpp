@@ -134,6 +134,38 @@ inline std::vector<node_id> consumers_first_order(const graph& g, const preceden
   return order;
 }
 
+/// Kahn's algorithm over g's edges and `constraints`, taking the largest
+/// ready id: of the nodes ready, the one written last runs first. Where ids
+/// follow the order a network is written in, a reader written long after the
+/// value it reads runs right after that value, and its backward right before
+/// the value's: a U-Net's skip crop, written with the decoder, then holds its
+/// own gradient through the encoder's backward rather than the gradient of the
+/// larger value it crops. Deterministic. Complexity: O((n + m) log n).
+inline std::vector<node_id> last_written_first_order(const graph& g, const precedence& constraints = {}) {
+  const std::size_t n = g.size();
+  std::vector<std::size_t> waiting(n, 0);
+  std::priority_queue<node_id> ready;
+  for (std::size_t v = 0; v < n; ++v) {
+    waiting[v] = g.predecessors(v).size() + (constraints.empty() ? 0 : constraints.before[v].size());
+    if (waiting[v] == 0) ready.push(static_cast<node_id>(v));
+  }
+  std::vector<node_id> order;
+  order.reserve(n);
+  auto release = [&](node_id s) {
+    if (--waiting[s] == 0) ready.push(s);
+  };
+  while (!ready.empty()) {
+    const node_id v = ready.top();
+    ready.pop();
+    order.push_back(v);
+    for (node_id s : g.successors(v)) release(s);
+    if (!constraints.empty())
+      for (node_id s : constraints.after[v]) release(s);
+  }
+  REMAT_ASSERT(order.size() == n);  // the edges and the constraints (id-ascending) form no cycle
+  return order;
+}
+
 /// True when `order` is g's id order (or empty, which means the same).
 inline bool is_id_order(std::span<const node_id> order) noexcept {
   for (std::size_t i = 0; i < order.size(); ++i)

@@ -287,6 +287,12 @@ struct explain_options {
   std::optional<std::uint64_t> budget;
   std::chrono::milliseconds time_limit{60000};
   std::uint64_t max_lower_sets = 20000;
+  /// Work units of `exact`'s search over general plans
+  /// (solve_options::general_search_work); 0: stage plans only.
+  std::uint64_t general_search_work = solve_options{}.general_search_work;
+  /// Forward passes those general plans may recompute
+  /// (solve_options::general_max_recompute).
+  double general_max_recompute = solve_options{}.general_max_recompute;
 };
 
 /// Regular training, a plan of the user's and the optimal plan, side by side.
@@ -297,14 +303,17 @@ struct explanation {
   plan_memory regular;                ///< keep what backward reads, recompute nothing
   std::optional<plan_memory> chosen;  ///< the user's plan, when given
   plan_memory optimal;                ///< remat::solve's plan, or regular training when that is no worse
-  solve_status optimal_status = solve_status::optimal;  ///< optimal: proven over lower-set chains
+  solve_status optimal_status = solve_status::optimal;  ///< of remat::solve, over `optimal_family`
+  std::string optimal_family;  ///< the plans `optimal_status` speaks of (solution::proof_family)
   std::string optimal_message;
-  /// No stage plan's training memory is below this (solve's peak bound plus
-  /// optimizer state; a subgraph's least peak where exact could not prove its
-  /// plan), among stage plans run in the graph's order (and the
-  /// consumers-first order when `bound_both_orders`); regular training, a
-  /// kept-set plan, may lie below it.
-  std::uint64_t stage_plan_bound = 0;
+  /// No plan of `bound_family` has training memory below this: solve's peak
+  /// bound, at least the per-op floor, plus optimizer state. Above the floor
+  /// it is a stage or general optimum, or a subgraph's least peak where exact
+  /// could not prove its plan, and holds for that family alone (stage plans
+  /// in the graph's order, and the consumers-first order when
+  /// `bound_both_orders`); regular training, a kept-set plan, may lie below it.
+  std::uint64_t plan_bound = 0;
+  std::string bound_family;  ///< "every plan" at the per-op floor, else solution::proof_family
   bool bound_both_orders = false;
   std::optional<std::uint64_t> budget;
 
@@ -333,8 +342,8 @@ struct explanation {
 };
 
 /// Explains `g`'s training memory: regular training, `chosen` (if any) and the
-/// optimal stage plan of remat::solve (method exact over stage plans), each simulated; the per-op
-/// floor. \throws invalid_schedule when the simulator rejects `chosen`;
+/// plan of remat::solve (method exact, the plan `remat plan` gives), each
+/// simulated; the per-op floor. \throws invalid_schedule when the simulator rejects `chosen`;
 /// remat::error when a figure with the optimizer's state reaches 2⁶³ bytes
 /// (savings are signed 64-bit numbers).
 inline explanation explain(const graph& g, std::optional<plan> chosen, const explain_options& options = {}) {
@@ -357,8 +366,8 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   so.method = method::exact;
   so.time_limit = options.time_limit;
   so.max_lower_sets = options.max_lower_sets;
-  // Stage plans: the bound and the frontier the explanation gives are theirs.
-  so.general_search_work = 0;
+  so.general_search_work = options.general_search_work;
+  so.general_max_recompute = options.general_max_recompute;
   solution s;
   if (options.budget && *options.budget >= e.optimizer_state) {
     so.goal = objective::time;
@@ -372,8 +381,10 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
     s = solve(g, so);
   }
   e.optimal_status = s.status;
+  e.optimal_family = s.proof_family;
   e.optimal_message = s.message;
-  e.stage_plan_bound = std::max(s.peak_lower_bound, e.floor.bytes) + e.optimizer_state;
+  e.plan_bound = std::max(s.peak_lower_bound, e.floor.bytes) + e.optimizer_state;
+  e.bound_family = s.peak_lower_bound > e.floor.bytes ? s.proof_family : "every plan";
   e.bound_both_orders = s.both_orders;
   // Regular training lies outside the lower-set chains the solver searches;
   // where it is better by the same objective, it is the plan to run.

@@ -173,7 +173,7 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     const std::string none = family == dp_family::exact    ? "no stage plan"
                              : family == dp_family::prefix ? "no plan of id-interval stages"
                                                            : "no plan of principal lower sets";
-    if (out.complete && options.goal == objective::time &&
+    if (out.complete && options.goal == objective::time && options.least_budget_if_infeasible &&
         options.budget != std::numeric_limits<std::uint64_t>::max()) {
       dp_options loose = options;
       loose.goal = objective::memory;
@@ -266,6 +266,7 @@ struct stage_dp_options {
   time_budget time;
   bool preserve_gradient_order = true;
   std::optional<std::uint64_t> per_op_floor = std::nullopt;  ///< the graph's, when the caller knows it
+  bool least_budget_if_infeasible = true;  ///< dp_options::least_budget_if_infeasible
 };
 
 /// One family's programme as a method: `optimal` over that family when it
@@ -277,6 +278,7 @@ inline solution solve_stage_family(const graph& g, dp_family family, const stage
   dp.budget = options.budget;
   dp.time = options.time;
   dp.preserve_gradient_order = options.preserve_gradient_order;
+  dp.least_budget_if_infeasible = options.least_budget_if_infeasible;
   dp.max_states = std::max<std::uint64_t>(options.max_lower_sets, 1024) * 4;
   const std::uint64_t floor = per_op_floor_of(g, options.per_op_floor);  // before the search, which the time budget bounds
   solution s = solve_dp(g, family, dp).result;

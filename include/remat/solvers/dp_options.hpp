@@ -76,6 +76,10 @@ struct dp_options {
   /// backward_floors(g) of the graph solved, when the caller has it: rounds
   /// over one graph then work it out once (a cut per node on wide graphs).
   const backward_floor* floors = nullptr;
+  /// Time objective, no plan within the budget: also find the least budget
+  /// one meets (solution::smallest_feasible_budget), a least-peak programme
+  /// as costly as the memory objective's.
+  bool least_budget_if_infeasible = true;
 };
 
 /// One point of the Pareto frontier with the stage assignment that reaches it

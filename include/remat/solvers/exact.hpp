@@ -394,6 +394,7 @@ inline solution exact_in_id_order(const graph& g, const exact_options& options, 
     exact_part.max_lower_sets = options.max_lower_sets;
     exact_part.time = time.share(3, 4);
     exact_part.preserve_gradient_order = options.preserve_gradient_order;
+    exact_part.least_budget_if_infeasible = options.least_budget_if_infeasible;
     s = solve_dp(g, exact_part);
     s.produced_by = "dp";
     if (!s.best.steps.empty()) time.found_plan(s.claimed_peak);
@@ -562,8 +563,13 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
       return finished(std::move(*general));
     }
   }
-  solution stages = detail::exact_over_stage_plans(g, options, floor);
-  if (large && options.goal == objective::time && options.budget != no_budget && !options.time.expired() &&
+  // A general plan may meet a budget no stage plan meets: the least budget
+  // a stage plan meets (a least-peak programme) waits until none does.
+  const bool general_may_fit = large && options.goal == objective::time && options.budget != no_budget;
+  exact_options stage_options = options;
+  if (general_may_fit) stage_options.least_budget_if_infeasible = false;
+  solution stages = detail::exact_over_stage_plans(g, stage_options, floor);
+  if (general_may_fit && !options.time.expired() &&
       (stages.status == solve_status::infeasible || stages.status == solve_status::stopped)) {
     general = detail::general_local_plan(g, options, floor);
     if (general && general->status == solve_status::feasible) {
@@ -571,6 +577,12 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
       detail::say_general(g, *general, options.goal, "it peaks within the budget, which no stage plan found does (" +
                                                      stages.message + ")");
       return finished(std::move(*general));
+    }
+    if (stages.status == solve_status::infeasible && stages.produced_by == "dp" &&
+        stages.smallest_feasible_budget == 0 && !options.time.expired()) {
+      const solve_stats before = stages.stats;
+      stages = detail::exact_over_stage_plans(g, options, floor);
+      stages.stats += before;
     }
     // Over the budget, but perhaps under every stage plan: then its peak is
     // a budget known to work, below the stage plans' least.

@@ -84,16 +84,28 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     if (best && !(score(kept.figures.peak_bytes, kept.figures.recompute_time) < best_score())) return;
     best = candidate{std::move(kept), std::move(from), std::move(produced_by)};
   };
-  mincut_options cut;
-  cut.preserve_gradient_order = options.preserve_gradient_order;
-  cut.time = options.time.share(1, 8);
-  cut.per_op_floor = floor;
-  const solution stages =
-      options.order == order_choice::consumers_first
-          ? solve_in_order(g, consumers_first(g, options.preserve_gradient_order),
-                           [&](const graph& h) { return solve_mincut(h, cut); })
-          : solve_mincut(g, cut);
-  if (has_plan(stages)) {
+  // The local search from min-cut's kept values, in the order asked for;
+  // given a choice, also in the last-written-first order, whose plans are the
+  // lowest found on U-Net and PSPNet and higher on the NAS networks.
+  std::vector<std::vector<node_id>> starts;
+  if (options.order == order_choice::consumers_first) {
+    starts.push_back(consumers_first(g, options.preserve_gradient_order));
+  } else {
+    starts.emplace_back();
+    if (options.order != order_choice::graph)
+      if (std::vector<node_id> last = last_written_first(g, options.preserve_gradient_order); !is_id_order(last))
+        starts.push_back(std::move(last));
+  }
+  for (const std::vector<node_id>& order : starts) {
+    // A plan at the per-op floor can only tie with it, recomputing more.
+    if (options.time.expired() || (best && best->kept.figures.peak_bytes <= floor)) break;
+    mincut_options cut;
+    cut.preserve_gradient_order = options.preserve_gradient_order;
+    cut.time = options.time.share(1, 8);
+    cut.per_op_floor = floor;
+    const solution stages = order.empty() ? solve_mincut(g, cut)
+                                          : solve_in_order(g, order, [&](const graph& h) { return solve_mincut(h, cut); });
+    if (!has_plan(stages)) continue;
     improve_general_options search;
     search.goal = options.goal;
     search.budget = options.budget;
@@ -101,14 +113,15 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     search.max_work = options.general_search_work;
     search.max_recompute = max_recompute;
     general_search_result r = improve_general_plan(g, with_node_stages(g, as_general_plan(g, stages.best)), search);
-    tries = r.tries;
-    moves = r.moves;
+    tries += r.tries;
+    moves += r.moves;
     schedule steps = r.best.steps(g);
     simulation figures = simulate(g, steps, timeline);
     weigh(std::move(r.best), std::move(steps), std::move(figures),
-          "a local search started at min-cut stages' kept values with a stage per node", "general local search");
+          "a local search started at min-cut stages' kept values with a stage per node" +
+              (order.empty() ? std::string() : ", in " + order_name(g, order) + " order"),
+          "general local search");
   }
-  // A plan at the per-op floor can only tie with it, recomputing more.
   if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->kept.figures.peak_bytes <= floor))
     for (std::vector<node_id>& order : orders_to_try(g, options.order, options.preserve_gradient_order)) {
       if (options.time.expired()) break;

@@ -56,6 +56,10 @@ struct exact_options {
   /// backward that reads it). A search held to it starts over it and finds
   /// less: 1.0 leaves ResNet-101 and the DenseNets their stage optima.
   double general_max_recompute = std::numeric_limits<double>::infinity();
+  /// Time objective, no stage plan within the budget: the exact programme
+  /// also finds the least budget one meets (dp_options::least_budget_if_infeasible).
+  /// solve_exact leaves it out while a general plan may still meet the budget.
+  bool least_budget_if_infeasible = true;
 };
 
 }  // namespace remat

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,24 @@ namespace remat {
 /// constraints when `preserve_gradient_order`.
 inline std::vector<node_id> consumers_first(const graph& g, bool preserve_gradient_order) {
   return consumers_first_order(g, preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+}
+
+/// The last-written-first order of g, kept within the gradient-order
+/// constraints when `preserve_gradient_order`.
+inline std::vector<node_id> last_written_first(const graph& g, bool preserve_gradient_order) {
+  return last_written_first_order(g, preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+}
+
+/// What the orders of this file call `order` on g: "graph" (empty or the id
+/// order), "consumers-first", "last-written-first" (with or without the
+/// gradient-order constraints), else "other".
+inline std::string order_name(const graph& g, std::span<const node_id> order) {
+  if (is_id_order(order)) return "graph";
+  for (bool preserve : {true, false}) {
+    if (std::ranges::equal(order, consumers_first(g, preserve))) return "consumers-first";
+    if (std::ranges::equal(order, last_written_first(g, preserve))) return "last-written-first";
+  }
+  return "other";
 }
 
 /// The orders `choice` asks a method to run in, the graph's first (an empty
