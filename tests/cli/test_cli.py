@@ -176,6 +176,16 @@ with tempfile.TemporaryDirectory() as tmp:
           r.returncode == 0 and re.search(r"^status\s+optimal over every schedule, in peak", r.stdout, re.M) and
           general.get("peak") == floor and general.get("proof_family") == "every schedule, in peak" and
           general.get("lower_bound_holds_for") == "every plan" and "unproven" not in general, r.stdout + r.stderr)
+    # exact meets U-Net's per-op floor in the last-written-first order, and says which order
+    unet = str(tmp / "unet.json")
+    run("zoo", "export", "unet", "-o", unet)
+    floor = json.loads(run("info", unet, "--json").stdout).get("per-op floor")
+    r = run("plan", unet, "--quiet")
+    planned = json.loads(run("plan", unet, "--quiet", "--json").stdout)
+    check("plan: U-Net optimal over every schedule, in the last-written-first order",
+          r.returncode == 0 and re.search(r"^status\s+optimal over every schedule", r.stdout, re.M) and
+          re.search(r"^order\s+last-written-first \(", r.stdout, re.M) and planned.get("peak") == floor and
+          planned.get("order") == "last-written-first", r.stdout + r.stderr)
     nas = str(tmp / "nas.json")
     run("gen", "nas", "--cells", "8", "-o", nas)
     plans = [run("plan", nas, "--work-limit", "3e7", "--quiet", "--json", "-o", str(tmp / f"nas{i}.plan.json"))
