@@ -179,8 +179,6 @@ inline CLI::Validator seconds_check(bool zero_allowed) {
       zero_allowed ? "SECONDS>=0" : "SECONDS>0");
 }
 
-/// Seconds (checked by seconds_check) as whole milliseconds, rounded up so a
-/// positive limit never becomes zero.
 /// The options `plan` and `explain` share over exact's general plans: the
 /// local search's work units and the recompute its plans may take.
 inline void add_general_plan_options(CLI::App* cmd, double& general_work, double& max_recompute) {
@@ -194,6 +192,8 @@ inline void add_general_plan_options(CLI::App* cmd, double& general_work, double
       ->check(CLI::Range(0.0, 1e9));
 }
 
+/// Seconds (checked by seconds_check) as whole milliseconds, rounded up so a
+/// positive limit never becomes zero.
 inline std::chrono::milliseconds to_milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,16 +88,16 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   // The local search from min-cut's kept values, in the order asked for;
   // given a choice, also in the last-written-first order, whose plans are the
   // lowest found on U-Net and PSPNet and higher on the NAS networks.
-  std::vector<std::vector<node_id>> starts;
+  std::vector<std::pair<std::vector<node_id>, std::string_view>> starts;
   if (options.order == order_choice::consumers_first) {
-    starts.push_back(consumers_first(g, options.preserve_gradient_order));
+    starts.emplace_back(consumers_first(g, options.preserve_gradient_order), "consumers-first");
   } else {
-    starts.emplace_back();
+    starts.emplace_back(std::vector<node_id>{}, "graph");
     if (options.order != order_choice::graph)
       if (std::vector<node_id> last = last_written_first(g, options.preserve_gradient_order); !is_id_order(last))
-        starts.push_back(std::move(last));
+        starts.emplace_back(std::move(last), "last-written-first");
   }
-  for (const std::vector<node_id>& order : starts) {
+  for (const auto& [order, order_label] : starts) {
     // A plan at the per-op floor can only tie with it, recomputing more.
     if (options.time.expired() || (best && best->kept.figures.peak_bytes <= floor)) break;
     mincut_options cut;
@@ -119,7 +120,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     simulation figures = simulate(g, steps, timeline);
     weigh(std::move(r.best), std::move(steps), std::move(figures),
           "a local search started at min-cut stages' kept values with a stage per node" +
-              (order.empty() ? std::string() : ", in " + order_name(g, order) + " order"),
+              (order.empty() ? std::string() : ", in " + std::string(order_label) + " order"),
           "general local search");
   }
   if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->kept.figures.peak_bytes <= floor))
