@@ -2,13 +2,16 @@
 // kept values with a stage per node, and kept-search's plan. Its plan is
 // valid, never above exact's or kept-search's (which it skips only once a
 // plan meets the per-op floor), `optimal` where it meets the floor, and the
-// same on every run under a work limit.
+// same on every run under a work limit. The search splits a stage only to
+// bring a plan within its budget.
 
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include <remat/solve.hpp>
+#include <remat/solvers/general_local_search.hpp>
+#include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/random_graphs.hpp"
@@ -126,4 +129,35 @@ TEST_CASE("general-search, time objective: within the budget, recomputing no mor
   REQUIRE(general.status == solve_status::feasible);
   CHECK(general.figures.peak_bytes <= o.budget);
   CHECK(general.figures.recompute_time <= exact.figures.recompute_time * (1 + 1e-12));
+}
+
+TEST_CASE("the local search splits the stage at its peak while the plan peaks above the budget, never within it") {
+  // One lazy stage keeping nothing: the first backward recomputes every
+  // value, and each lives until the backward that reads it. No kept value is
+  // alive at the peak and either mode holds most of them at once, so only
+  // splitting the stage brings it to half its peak.
+  zoo::chain_options c;
+  c.length = 16;
+  c.batch = 4096;  // activations far above the parameters, which every step holds
+  c.features = 64;
+  const graph g = zoo::chain(c);
+  general_plan one;
+  one.stage_of.assign(g.size(), 0);
+  one.kept = node_set(g.size());
+  one.modes = {stage_recompute::lazy};
+  const simulation start = simulate(g, one.steps(g));
+  improve_general_options o;
+  o.goal = objective::time;
+  o.budget = start.peak_bytes / 2;
+  const general_search_result split = improve_general_plan(g, one, o);
+  MESSAGE("one lazy stage peaks at " << start.peak_bytes << " bytes; the search ends at " << split.figures.peak_bytes
+                                     << " in " << split.best.modes.size() << " stages");
+  CHECK(split.best.modes.size() > 1);
+  CHECK(split.figures.peak_bytes <= o.budget);
+  CHECK(simulate(g, split.best.steps(g)).peak_bytes == split.figures.peak_bytes);
+  // Within the budget a split only adds recompute: the stage stays whole.
+  o.budget = start.peak_bytes;
+  const general_search_result within = improve_general_plan(g, one, o);
+  CHECK(within.best.modes.size() == 1);
+  CHECK(within.figures.recompute_time <= start.recompute_time);
 }

@@ -26,6 +26,12 @@ inline constexpr std::size_t exact_general_max_nodes = 16;
 /// holds up to n²/2 recomputes (2·10⁶ here).
 inline constexpr std::size_t exact_keep_nothing_max_nodes = 2000;
 
+/// Past exact_general_max_nodes (memory objective), how many budgets below
+/// the least peak found `exact` gives a local search from min-cut's stages at
+/// most, each halfway between the per-op floor and the lowest peak found; the
+/// first it misses ends them (none when it misses the least peak itself).
+inline constexpr int exact_budget_descent_rounds = 4;
+
 struct exact_options {
   objective goal = objective::memory;
   std::uint64_t budget = no_budget;  ///< the time objective's byte budget

@@ -5,8 +5,10 @@
 /// a kept set chosen independently, each stage recomputing lazily or
 /// eagerly): the plan form, the starts the searches use (a plan as a general
 /// plan; its kept values with a stage per node) and first-improvement passes
-/// by the plan ranking over three moves — a stage's recompute mode flipped, a
-/// value added to or taken from the kept set, two adjacent stages merged.
+/// by the plan ranking over four moves — a stage's recompute mode flipped, a
+/// value added to or taken from the kept set, two adjacent stages merged,
+/// and, while the plan peaks above the budget, the stage holding its peak
+/// split in two.
 /// Each try builds and simulates a plan: O(n log n + m + recomputes).
 /// `exact` (past its general programme's size) and `general-search` use it.
 
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,6 +137,31 @@ struct general_search_result {
   bool time_limit_reached = false;
 };
 
+namespace detail {
+
+// The nodes in the order a plan runs them (`order`, or the id order).
+inline std::vector<node_id> run_order(const graph& g, const std::vector<node_id>& order) {
+  if (!order.empty()) return order;
+  std::vector<node_id> ids(g.size());
+  for (node_id v = 0; v < g.size(); ++v) ids[v] = v;
+  return ids;
+}
+
+// The stage whose backward phase holds step `at` of `p`'s steps (its
+// recomputes come before its backwards), or none for a forward step.
+inline std::optional<std::uint32_t> stage_at_peak(const graph& g, const general_plan& p, const schedule& steps,
+                                                  std::size_t at) {
+  bool backward_phase = false;
+  for (std::size_t i = 0; i <= at && i < steps.size() && !backward_phase; ++i)
+    backward_phase = steps[i].kind == step_kind::backward || steps[i].kind == step_kind::recompute;
+  if (!backward_phase) return std::nullopt;
+  for (std::size_t i = at; i < steps.size(); ++i)
+    if (steps[i].kind == step_kind::backward && !g.is_input(steps[i].node)) return p.stage_of[steps[i].node];
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 /// First-improvement passes over `start`'s moves (see the file comment)
 /// until a pass improves nothing or the budget is spent.
 inline general_search_result improve_general_plan(const graph& g, general_plan start,
@@ -216,6 +244,30 @@ inline general_search_result improve_general_plan(const graph& g, general_plan s
   for (bool improved = true; improved && !out.time_limit_reached;) {
     improved = false;
     ++out.passes;
+    // Splitting the stage whose backward holds the peak: the values it
+    // recomputes for its later nodes' backwards are freed before its earlier
+    // nodes' run. Within the budget a split only adds recompute.
+    // Above the budget only a lower peak ranks better: keeping a value the
+    // plan recomputes, or merging stages, rarely gives one, and is tried
+    // once the plan fits.
+    const bool over_budget = out.figures.peak_bytes > options.budget;
+    if (over_budget && !out.time_limit_reached)
+      if (const std::optional<std::uint32_t> k = detail::stage_at_peak(g, out.best, steps, out.figures.peak_step)) {
+        std::vector<node_id> members;  // in the order the stage runs them
+        for (node_id v : detail::run_order(g, out.best.order))
+          if (!g.is_input(v) && out.best.stage_of[v] == *k) members.push_back(v);
+        for (std::size_t cut = 1; cut < members.size() && !out.time_limit_reached; ++cut) {
+          general_plan c = out.best;
+          for (node_id v = 0; v < g.size(); ++v)
+            if (!g.is_input(v) && c.stage_of[v] > *k) ++c.stage_of[v];
+          for (std::size_t i = cut; i < members.size(); ++i) c.stage_of[members[i]] = *k + 1;
+          c.modes.insert(c.modes.begin() + static_cast<std::ptrdiff_t>(*k) + 1, c.modes[*k]);
+          if (attempt(c)) {
+            improved = true;
+            break;  // the peak moved: the next pass looks where it is now
+          }
+        }
+      }
     // A stage of one node runs one backward: both modes recompute the same.
     std::vector<std::uint32_t> members(out.best.modes.size(), 0);
     for (node_id v = 0; v < g.size(); ++v)
@@ -239,13 +291,13 @@ inline general_search_result improve_general_plan(const graph& g, general_plan s
     for (const node_id v : toggles) {
       if (out.time_limit_reached) break;
       const bool kept = out.best.kept.contains(v);
-      if (kept ? !alive_at_peak.contains(v) : !recomputed.contains(v)) continue;
+      if (kept ? !alive_at_peak.contains(v) : (over_budget || !recomputed.contains(v))) continue;
       general_plan c = out.best;
       c.kept.set(v, !kept);
       improved = attempt(c) || improved;
     }
     // Merging stages k and k + 1 (numbered 0..modes.size() - 1): the union is a lower set.
-    for (std::size_t k = 0; k + 1 < out.best.modes.size() && !out.time_limit_reached; ++k) {
+    for (std::size_t k = 0; k + 1 < out.best.modes.size() && !over_budget && !out.time_limit_reached; ++k) {
       if (!share_recompute(k)) continue;
       general_plan c = out.best;
       for (node_id v = 0; v < g.size(); ++v)
