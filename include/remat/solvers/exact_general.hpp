@@ -173,11 +173,12 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     }
   // The least peak found, as a budget: the same search from min-cut's own
   // stages, recomputing lazily, in that plan's order, often reaches the same
-  // peak with far less recompute (a third of it on ResNet-50), with a
-  // quarter of the work. Then, with half the work, budgets halfway between
-  // the per-op floor and the lowest peak found, until one is missed (none
-  // when the first misses its own): splitting the stages at their peaks it
-  // fits budgets the first search never reaches (ResNet-50: 12% lower).
+  // peak with far less recompute, with a quarter of the work. Then, with half
+  // the work, budgets halfway between the per-op floor and the lowest peak
+  // found, until one is missed (none when the first misses its own):
+  // splitting the stages at their peaks it fits budgets the first search
+  // never reaches (docs/results-solvers.md, "Splitting stages to meet a
+  // budget").
   if (options.goal == objective::memory && best && !options.time.expired()) {
     const std::vector<node_id> order = best->kept.plan.order;
     if (const std::optional<general_plan> cut = cut_plan_in(order)) {
