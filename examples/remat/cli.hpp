@@ -198,7 +198,12 @@ inline std::chrono::milliseconds to_milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
 }
 
-inline std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+// A gap or saving above zero never reads as 0.0%: below a tenth of a percent
+// it keeps two significant digits.
+inline std::string percent(double fraction) {
+  const double p = 100.0 * fraction;
+  return p > 0 && p < 0.1 ? fmt::format("{:.2g}%", p) : fmt::format("{:.1f}%", p);
+}
 
 /// Live progress of a search on one line of stderr (solve_options::progress):
 /// elapsed time, best peak so far, bound and gap, shown once a search has run

@@ -12,7 +12,7 @@ void add_info_command(CLI::App& app) {
     bool json = false;
   };
   auto opt = std::make_shared<options>();
-  auto* cmd = app.add_subcommand("info", "Nodes, edges, bytes, the regular-training peak and the per-op floor");
+  auto* cmd = app.add_subcommand("info", "Nodes, edges, bytes, the regular-training peak, the per-op floor and the cut floor");
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
   cmd->add_option("--dot", opt->dot, "write the graph as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
@@ -22,7 +22,9 @@ void add_info_command(CLI::App& app) {
     const graph g = io::load_graph(opt->file);
     const plan regular_plan = plan_none(g);
     const simulation regular = simulate(g, regular_plan.steps);
-    const op_floor floor = per_op_floor(g);
+    const backward_floor at_backward = backward_floors(g);
+    const op_floor floor = per_op_floor(g, at_backward);
+    const cut_floor cut = cut_floor_of(g, at_backward, floor.bytes);
     std::size_t inputs = 0;
     for (node_id v = 0; v < g.size(); ++v) inputs += g.is_input(v);
     report out;
@@ -39,6 +41,12 @@ void add_info_command(CLI::App& app) {
     out.row("per-op floor",
             fmt::format("{}  ({}; no plan goes below)", bytes_with_exact(floor.bytes), describe_floor(g, floor)),
             floor.bytes);
+    if (cut.bytes > floor.bytes)
+      out.row("cut floor",
+              fmt::format("{}  (the values the backward of '{}' reads: held across its last consumer's backward or "
+                          "recomputed beside its pending gradients; no plan goes below)",
+                          bytes_with_exact(cut.bytes), g.node_name(cut.node)),
+              cut.bytes);
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});
     if (!opt->dot.empty()) {

@@ -151,9 +151,10 @@ void add_plan_command(CLI::App& app) {
     if (so.goal == objective::memory && s.peak_lower_bound > 0) {
       const double gap = static_cast<double>(s.figures.peak_bytes) / static_cast<double>(s.peak_lower_bound) - 1.0;
       // A bound above the per-op floor comes from a search over the method's
-      // family and holds for that family alone (general plans can go below it).
+      // family and holds for that family alone (general plans can go below
+      // it), or is the cut floor, which holds for every schedule.
       const std::uint64_t floor = per_op_floor(g).bytes;
-      const bool family_only = s.peak_lower_bound > floor && !family.empty();
+      const bool family_only = s.peak_lower_bound > floor && !family.empty() && !family.starts_with("every schedule");
       out.row("lower bound",
               fmt::format("{}  (gap {}{})", bytes_with_exact(s.peak_lower_bound), percent(gap),
                           family_only ? fmt::format("; for {}; for every plan, the per-op floor {}", family,

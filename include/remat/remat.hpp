@@ -11,6 +11,7 @@
 #include <remat/config.hpp>
 
 #include <remat/analysis/bounds.hpp>
+#include <remat/analysis/cut_floor.hpp>
 #include <remat/error.hpp>
 #include <remat/graph/concepts.hpp>
 #include <remat/graph/costs.hpp>

@@ -129,6 +129,12 @@ with tempfile.TemporaryDirectory() as tmp:
           general.get("peak", 1 << 62) < min(exact.get("peak", 0), kept.get("peak", 0)) and
           general.get("lower_bound_holds_for") == "every plan" and "forward passes" in run("plan", resnet).stdout,
           r.stdout + r.stderr)
+    # its bound is the cut floor, which info prints above the per-op floor
+    info50 = json.loads(run("info", resnet, "--json").stdout)
+    check("info: ResNet-50's cut floor above its per-op floor, and exact's bound",
+          info50.get("per-op floor", 1 << 62) < info50.get("cut floor", 0) == general.get("lower bound") and
+          "the lower bound is the cut floor (what the values the backward of 'layer1.1.conv3' reads" in
+          run("plan", resnet).stdout, str(info50) + r.stdout)
     r = run("plan", resnet, "--max-recompute", "1", "--json")
     held = json.loads(r.stdout) if r.returncode == 0 else {}
     check("plan --max-recompute 1: at most a forward pass of recompute, between the two peaks",

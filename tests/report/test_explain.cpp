@@ -213,12 +213,16 @@ TEST_CASE("a budget: the least recompute within it; below every plan found, the 
   CHECK(between_stages.plan_bound > *o.budget);
   CHECK_FALSE(between_stages.budget_below_floor());
 
-  // Below the general plan nothing found fits, and only the floor bounds it.
+  // Below the general plan nothing found fits, and only the floors bound
+  // it: the cut floor, above the per-op floor here, holds for every plan.
   o.budget = least.optimal.figures.peak_bytes + state - 1;
   const explanation below = explain(g, std::nullopt, o);
   CHECK_FALSE(below.fits(below.optimal));
   CHECK(below.optimal.figures.peak_bytes == least.optimal.figures.peak_bytes);
-  CHECK(below.plan_bound == below.floor_bytes());
+  const backward_floor floors = backward_floors(g);
+  const std::uint64_t cut = cut_floor_of(g, floors, per_op_floor(g, floors).bytes).bytes;
+  CHECK(below.plan_bound == cut + state);
+  CHECK(below.plan_bound > below.floor_bytes());
   CHECK(below.bound_family == "every plan");
   CHECK_FALSE(below.budget_below_floor());
 

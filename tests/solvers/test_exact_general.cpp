@@ -40,8 +40,12 @@ TEST_CASE("exact on the zoo's ResNets, DenseNet-121 and VGG-16: never above the 
     CHECK(simulate(g, exact.best.steps).peak_bytes == exact.claimed_peak);
     CHECK(exact.best.method == "exact");
     if (exact.produced_by == "general local search") {
-      // A general plan: proven only at the floor, which holds for every schedule.
-      CHECK(exact.peak_lower_bound == per_op_floor(g).bytes);
+      // A general plan: proven only at its bound, the per-op or cut floor,
+      // which hold for every schedule.
+      const backward_floor floors = backward_floors(g);
+      CHECK(exact.peak_lower_bound ==
+            schedule_bound_for(g, floors, per_op_floor(g, floors).bytes, exact.claimed_peak).bytes);
+      CHECK(exact.peak_lower_bound >= per_op_floor(g, floors).bytes);
       CHECK(exact.status == (exact.claimed_peak == exact.peak_lower_bound ? solve_status::optimal
                                                                           : solve_status::feasible));
       CHECK(!exact.best.stage_modes.empty());
@@ -233,6 +237,14 @@ TEST_CASE("exact's general step from min-cut's own stages: U-Net's floor at less
   CHECK(r.claimed_peak < floor + floor / 100 * 6);
   CHECK(r.message.find("each recomputing lazily") != std::string::npos);
   CHECK(r.message.find("with a budget below the peak of") != std::string::npos);
+  // Its bound is the cut floor, 4.8% above the per-op floor: the plan is
+  // within 0.1% of every schedule's least peak.
+  const backward_floor floors = backward_floors(resnet);
+  CHECK(r.peak_lower_bound == cut_floor_of(resnet, floors, floor).bytes);
+  CHECK(r.peak_lower_bound > floor + floor / 100 * 4);
+  CHECK(r.claimed_peak - r.peak_lower_bound < r.peak_lower_bound / 1000);
+  CHECK(r.message.find("the lower bound is the cut floor (what the values the backward of 'layer1.1.conv3' reads "
+                       "cost, held or recomputed), which holds for every schedule") != std::string::npos);
   for (const auto& [g, s] : {std::pair{&unet, &u}, std::pair{&resnet, &r}}) {
     const simulation figures = simulate(*g, s->best.steps);
     CHECK(figures.peak_bytes == s->claimed_peak);

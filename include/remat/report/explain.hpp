@@ -308,12 +308,13 @@ struct explanation {
   std::string optimal_message;
   /// No plan of `bound_family` has training memory below this: solve's peak
   /// bound, at least the per-op floor, plus optimizer state. Above the floor
-  /// it is a stage or general optimum, or a subgraph's least peak where exact
-  /// could not prove its plan, and holds for that family alone (stage plans
-  /// in the graph's order, and the consumers-first order when
-  /// `bound_both_orders`); regular training, a kept-set plan, may lie below it.
+  /// it is the cut floor, which holds for every plan, or a stage or general
+  /// optimum, or a subgraph's least peak where exact could not prove its
+  /// plan, which hold for that family alone (stage plans in the graph's
+  /// order, and the consumers-first order when `bound_both_orders`); regular
+  /// training, a kept-set plan, may lie below those.
   std::uint64_t plan_bound = 0;
-  std::string bound_family;  ///< "every plan" at the per-op floor, else solution::proof_family
+  std::string bound_family;  ///< "every plan" for a bound over every schedule, else solution::proof_family
   bool bound_both_orders = false;
   std::optional<std::uint64_t> budget;
 
@@ -384,7 +385,9 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   e.optimal_family = s.proof_family;
   e.optimal_message = s.message;
   e.plan_bound = std::max(s.peak_lower_bound, e.floor.bytes) + e.optimizer_state;
-  e.bound_family = s.peak_lower_bound > e.floor.bytes ? s.proof_family : "every plan";
+  e.bound_family = s.peak_lower_bound > e.floor.bytes && !s.proof_family.starts_with("every schedule")
+                       ? s.proof_family
+                       : "every plan";
   e.bound_both_orders = s.both_orders;
   // Regular training lies outside the lower-set chains the solver searches;
   // where it is better by the same objective, it is the plan to run.

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include <remat/analysis/bounds.hpp>
+#include <remat/analysis/cut_floor.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/plan.hpp>
 #include <remat/plan/simulate.hpp>
@@ -61,6 +62,24 @@ inline std::uint64_t pass_work(const graph& g, std::uint64_t per_element) noexce
 
 inline std::uint64_t per_op_floor_of(const graph& g, const std::optional<std::uint64_t>& known) {
   return known ? *known : per_op_floor(g).bytes;
+}
+
+/// The best lower bound known for a plan's peak over every schedule, and its
+/// name for messages: the per-op floor, or the cut floor where the plan peaks
+/// above the per-op floor and the cut floor is higher (analysis/cut_floor.hpp).
+struct schedule_bound {
+  std::uint64_t bytes = 0;
+  std::string name;
+};
+
+/// `floors` is backward_floors(g), `per_op` its per-op floor.
+inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
+                                         std::uint64_t peak) {
+  if (peak > per_op)
+    if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > per_op)
+      return {cut.bytes, "the cut floor (what the values the backward of '" + g.node_name(cut.node) +
+                             "' reads cost, held or recomputed)"};
+  return {per_op, "the per-op floor"};
 }
 
 /// Whether a solution holds a plan that meets its budget.

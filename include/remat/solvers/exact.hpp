@@ -546,7 +546,8 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     s.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
   };
-  const std::uint64_t floor = per_op_floor(g).bytes;
+  const backward_floor floors = backward_floors(g);
+  const std::uint64_t floor = per_op_floor(g, floors).bytes;
   // Past the general programme's size, general plans first for the least
   // peak; for a budget, only where no stage plan meets it.
   const bool large = options.general_search_work > 0 && detail::computed_nodes(g) > exact_general_max_nodes;
@@ -559,7 +560,7 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     const std::optional<std::string> searched =
         general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak, floor) : std::nullopt;
     if (searched) {
-      detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")");
+      detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")", floors);
       return finished(std::move(*general));
     }
   }
@@ -574,8 +575,8 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
     general = detail::general_local_plan(g, options, floor);
     if (general && general->status == solve_status::feasible) {
       general->stats += stages.stats;
-      detail::say_general(g, *general, options.goal, "it peaks within the budget, which no stage plan found does (" +
-                                                     stages.message + ")");
+      detail::say_general(g, *general, options.goal,
+                          "it peaks within the budget, which no stage plan found does (" + stages.message + ")", floors);
       return finished(std::move(*general));
     }
     if (stages.status == solve_status::infeasible && stages.produced_by == "dp" &&
@@ -602,7 +603,8 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
                                               " below the best stage plan ("
                                         : std::string("no stage plan found (")) +
                           std::string(to_string(stages.status)) + " over stage plans" +
-                          (stages.message.empty() ? "" : ": " + stages.message) + ")");
+                          (stages.message.empty() ? "" : ": " + stages.message) + ")",
+                      floors);
   return finished(std::move(*general));
 }
 

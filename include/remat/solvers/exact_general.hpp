@@ -282,19 +282,26 @@ inline std::optional<std::string> no_stage_plan_as_low_in_orders(const graph& g,
 }
 
 // A general plan's message and status, given what is known of stage plans.
-inline void say_general(const graph& g, solution& s, objective goal, const std::string& against_stages) {
+// `floors` is backward_floors(g); s's bound is the per-op floor, raised to
+// the cut floor for the least peak.
+inline void say_general(const graph& g, solution& s, objective goal, const std::string& against_stages,
+                        const backward_floor& floors) {
   s.best.method = "exact";
-  // Its bound, the per-op floor, holds for every schedule.
+  // Its bound holds for every schedule.
   s.proof_family = goal == objective::memory ? "every schedule" : "general plans";
   s.message = "a general plan (" + std::to_string(s.best.stage_modes.size()) + " stages, " +
               std::to_string(s.best.kept.count()) + " values kept): " + s.message + "; " + against_stages;
+  const schedule_bound bound = goal == objective::memory
+                                   ? schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak)
+                                   : schedule_bound{s.peak_lower_bound, "the per-op floor"};
+  s.peak_lower_bound = bound.bytes;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     s.status = solve_status::optimal;
-    s.message += "; least peak proven: it equals the per-op floor, which no schedule goes below (recompute not "
-                 "minimised among least-peak plans)";
+    s.message += "; least peak proven: it equals " + bound.name +
+                 ", which no schedule goes below (recompute not minimised among least-peak plans)";
   } else {
     s.message += std::string(goal == objective::memory ? "; recompute not minimised" : "; not proven") +
-                 "; the lower bound is the per-op floor, the one known to hold for general plans";
+                 "; the lower bound is " + bound.name + ", which holds for every schedule";
   }
   // Lazy recompute can redo a value for every backward that reads it: say
   // when that passes a forward pass, which no stage plan does.

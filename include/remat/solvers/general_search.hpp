@@ -14,8 +14,9 @@
 /// O(n log n + m + recomputes). Its plan is never above either first or
 /// third start (a stage optimum and a kept-set local optimum); the second
 /// start leads it far below both on most models (docs/results-solvers.md).
-/// The bound is the per-op floor, the one bound known to hold for every
-/// schedule; a plan that meets it is `optimal` in peak.
+/// The bound is the per-op floor, or for the least peak the cut floor where
+/// it is higher, both known to hold for every schedule; a plan that meets it
+/// is `optimal` in peak.
 
 #include <remat/config.hpp>
 
@@ -60,10 +61,12 @@ struct general_search_options {
 /// the rest. A plan at the per-op floor (or, for the memory objective, at
 /// `exact`'s proven least peak over general plans) ends the search there:
 /// no schedule peaks lower, so `kept-search` is not run. `feasible`, with the
-/// per-op floor as the bound (the stage optimum bounds stage plans only).
+/// per-op floor as the bound, or for the least peak the cut floor where it is
+/// higher (the stage optimum bounds stage plans only).
 inline solution solve_general_search(const graph& g, const general_search_options& options = {}) {
   const auto start = std::chrono::steady_clock::now();
-  const std::uint64_t floor = per_op_floor(g).bytes;
+  const backward_floor floors = backward_floors(g);
+  const std::uint64_t floor = per_op_floor(g, floors).bytes;
   exact_options e;
   e.goal = options.goal;
   e.budget = options.budget;
@@ -146,11 +149,15 @@ inline solution solve_general_search(const graph& g, const general_search_option
                    : "; no lower than exact's plan (" + std::string(to_string(stages.status)) + " over " + exact_family + ")") +
               (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "") +
               (kept_run ? "" : "; kept-search not run: no plan peaks lower");
-  // The floor holds for every schedule, so a plan peaking at it has the least peak of all.
-  if (options.goal == objective::memory && s.figures.peak_bytes == floor) {
+  // The bound holds for every schedule, so a plan peaking at it has the least peak of all.
+  const schedule_bound bound = options.goal == objective::memory
+                                   ? schedule_bound_for(g, floors, floor, s.figures.peak_bytes)
+                                   : schedule_bound{floor, "the per-op floor"};
+  s.peak_lower_bound = bound.bytes;
+  if (options.goal == objective::memory && s.figures.peak_bytes == bound.bytes) {
     s.status = solve_status::optimal;
-    s.message += "; least peak proven: it equals the per-op floor, which no schedule goes below (recompute not "
-                 "minimised among least-peak plans)";
+    s.message += "; least peak proven: it equals " + bound.name +
+                 ", which no schedule goes below (recompute not minimised among least-peak plans)";
   } else if (options.goal == objective::memory && stages.status == solve_status::optimal &&
              stages.proof_family == "general plans" && s.figures.peak_bytes == stages.figures.peak_bytes) {
     s.status = solve_status::optimal;
@@ -158,7 +165,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
     s.peak_lower_bound = s.figures.peak_bytes;
     s.message += "; least peak over general plans, as exact proved (recompute not minimised among them)";
   } else {
-    s.message += "; not proven: the lower bound is the per-op floor";
+    s.message += "; not proven: the lower bound is " + bound.name;
   }
   return s;
 }

@@ -1,0 +1,81 @@
+// The cut floor (analysis/cut_floor.hpp): held to the least peak over every
+// single-level schedule of small graphs, and its figures on the zoo.
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include <remat/analysis/cut_floor.hpp>
+#include <remat/solvers/common.hpp>
+#include <remat/zoo/models.hpp>
+
+#include "../support/all_schedules.hpp"
+#include "../support/random_graphs.hpp"
+
+using namespace remat;
+
+// REMAT_CUT_FLOOR_GRAPHS raises the count for the figures in docs/algorithms.md.
+TEST_CASE("the cut floor holds for every schedule of small random DAGs, and reaches the least peak above the per-op floor") {
+  const char* asked = std::getenv("REMAT_CUT_FLOOR_GRAPHS");
+  const std::uint64_t count = asked ? std::strtoull(asked, nullptr, 10) : 3000;
+  std::size_t graphs = 0, raised = 0, reached = 0, reached_by_cut = 0;
+  for (std::uint64_t seed = 0; seed < count; ++seed) {
+    const graph g = test::random_dag(3 + seed % 5, seed, 2 + seed % 4, 1 + seed % 3);
+    CAPTURE(seed);
+    const std::optional<test::all_schedules_optimum> any = test::least_peak_over_all_schedules(g, 2'000'000);
+    REQUIRE(any.has_value());
+    const backward_floor floors = backward_floors(g);
+    const op_floor per_op = per_op_floor(g, floors);
+    const cut_floor cut = cut_floor_of(g, floors, per_op.bytes);
+    REQUIRE(cut.bytes <= any->peak);
+    // Searched only above the per-op floor: 0 when nothing passes it.
+    CHECK((cut.bytes == 0 || cut.bytes > per_op.bytes));
+    ++graphs;
+    raised += cut.bytes > 0;
+    reached += std::max(cut.bytes, per_op.bytes) == any->peak;
+    reached_by_cut += cut.bytes == any->peak;
+    // The bound solvers report: the cut floor only for plans above the per-op floor.
+    CHECK(schedule_bound_for(g, floors, per_op.bytes, per_op.bytes).bytes == per_op.bytes);
+    const schedule_bound above = schedule_bound_for(g, floors, per_op.bytes, any->peak);
+    CHECK(above.bytes == std::max(cut.bytes, per_op.bytes));
+    CHECK((above.name.find("the cut floor") != std::string::npos) == (cut.bytes > 0 && any->peak > per_op.bytes));
+  }
+  MESSAGE(graphs << " graphs of 3-7 computed nodes: the cut floor passes the per-op floor on " << raised
+                 << ", and is the least peak over every schedule there on " << reached_by_cut
+                 << "; the larger of the two is the least peak on " << reached);
+  CHECK(graphs == count);
+  CHECK(raised > 0);
+  CHECK(reached_by_cut > 0);
+}
+
+TEST_CASE("the cut floor lifts the residual networks' bound: a convolution's read value, held or recomputed") {
+  // In a bottleneck block, conv3's backward reads conv2's activation: held
+  // across bn3's backward beside the skip connection's pending gradient, or
+  // recomputed under it from the block's input. Figures of 2026-11-29.
+  struct expected {
+    const char* model;
+    std::uint64_t per_op, cut;
+    const char* node;
+  };
+  for (const expected& e : {expected{"resnet50", 1'064'457'792, 1'115'838'016, "layer1.1.conv3"},
+                            expected{"resnet101", 786'085'184, 811'775'296, "layer1.1.conv3"},
+                            expected{"resnet152", 696'079'552, 708'924'608, "layer1.1.conv3"},
+                            expected{"densenet121", 441'646'912, 467'335'232, "features.denseblock1.denselayer6.norm1"},
+                            expected{"pspnet", 684'372'612, 692'575'108, "backbone.layer1.1.conv3"}}) {
+    CAPTURE(e.model);
+    const graph g = zoo::build(e.model);
+    const backward_floor floors = backward_floors(g);
+    const std::uint64_t per_op = per_op_floor(g, floors).bytes;
+    CHECK(per_op == e.per_op);
+    const cut_floor cut = cut_floor_of(g, floors, per_op);
+    CHECK(cut.bytes == e.cut);
+    CHECK(g.node_name(cut.node) == e.node);
+  }
+  // Where a single step sets the bound, nothing passes the per-op floor.
+  for (const char* model : {"vgg16", "resnet18", "unet", "googlenet", "darts-cifar10"}) {
+    CAPTURE(model);
+    const graph g = zoo::build(model);
+    const backward_floor floors = backward_floors(g);
+    CHECK(cut_floor_of(g, floors, per_op_floor(g, floors).bytes).bytes == 0);
+  }
+}
