@@ -247,6 +247,12 @@ inline std::string describe_floor(const graph& g, const op_floor& floor) {
   return out;
 }
 
+inline std::string describe_cut_floor(const graph& g, const cut_floor& cut) {
+  return fmt::format("the values the backward of '{}' reads: held across its last consumer's backward or "
+                     "recomputed beside its pending gradients",
+                     g.node_name(cut.node));
+}
+
 inline std::string describe_step(const graph& g, const schedule& steps, std::size_t i) {
   if (i >= steps.size()) return fmt::format("step {}", i);
   return fmt::format("step {}, {} of '{}'", i, to_string(steps[i].kind), g.node_name(steps[i].node));

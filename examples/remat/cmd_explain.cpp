@@ -50,14 +50,16 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   const training_memory peak = e.regular.peak();
   const std::uint64_t total = peak.total();
   const std::uint64_t values = peak[memory_part::activations] + peak[memory_part::recomputed];
-  const std::string floor_at = describe_floor(g, e.floor);
+  // The higher of the two floors bounds what any plan saves.
+  const std::string floor_at = e.cut.bytes > e.floor.bytes ? "the cut floor (" + describe_cut_floor(g, e.cut) + ")"
+                                                           : "the per-op floor (" + describe_floor(g, e.floor) + ")";
   if (e.most_any_plan_saves() == 0)
     out.push_back(fmt::format("Activations are {} of the peak ({} of {}): checkpointing can save nothing, because "
-                              "regular training already peaks at the per-op floor ({}).",
+                              "regular training already peaks at {}.",
                               percent(e.activation_share()), format_bytes(values), format_bytes(total), floor_at));
   else
     out.push_back(fmt::format("Activations are {} of the peak ({} of {}): checkpointing can save at most {} ({}), "
-                              "down to the per-op floor ({}).",
+                              "down to {}.",
                               percent(e.activation_share()), format_bytes(values), format_bytes(total),
                               format_bytes(e.most_any_plan_saves()), percent(share(e.most_any_plan_saves(), total)),
                               floor_at));
@@ -354,6 +356,8 @@ void add_explain_command(CLI::App& app) {
                              {"node", g.node_name(e.floor.node)},
                              {"backward", e.floor.backward},
                              {"pending_gradients", e.floor.pending_gradients}};
+      if (e.cut.bytes > e.floor.bytes)
+        doc["cut_floor"] = {{"bytes", e.least_bytes()}, {"node", g.node_name(e.cut.node)}};
       doc["most_any_plan_saves"] = e.most_any_plan_saves();
       doc["activation_share"] = e.activation_share();
       doc["regular"] = plan_json(g, e, e.regular, opt->top);
@@ -381,7 +385,10 @@ void add_explain_command(CLI::App& app) {
     fmt::print("\n");
     print_table(g, e, columns);
     fmt::print("\nper-op floor  {}  ({}; no plan goes below)\n", bytes_with_exact(e.floor_bytes()),
-             describe_floor(g, e.floor));
+               describe_floor(g, e.floor));
+    if (e.cut.bytes > e.floor.bytes)
+      fmt::print("cut floor     {}  ({}; no plan goes below)\n", bytes_with_exact(e.least_bytes()),
+                 describe_cut_floor(g, e.cut));
     print_largest(g, "regular training", e.regular, opt->top);
     if (e.chosen && e.chosen->p.steps != e.regular.p.steps) print_largest(g, chosen_title, *e.chosen, opt->top);
     if (!e.optimal_is_regular()) print_largest(g, "the " + optimal_title, e.optimal, opt->top);

@@ -43,9 +43,7 @@ void add_info_command(CLI::App& app) {
             floor.bytes);
     if (cut.bytes > floor.bytes)
       out.row("cut floor",
-              fmt::format("{}  (the values the backward of '{}' reads: held across its last consumer's backward or "
-                          "recomputed beside its pending gradients; no plan goes below)",
-                          bytes_with_exact(cut.bytes), g.node_name(cut.node)),
+              fmt::format("{}  ({}; no plan goes below)", bytes_with_exact(cut.bytes), describe_cut_floor(g, cut)),
               cut.bytes);
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});

@@ -129,8 +129,14 @@ with tempfile.TemporaryDirectory() as tmp:
           general.get("peak", 1 << 62) < min(exact.get("peak", 0), kept.get("peak", 0)) and
           general.get("lower_bound_holds_for") == "every plan" and "forward passes" in run("plan", resnet).stdout,
           r.stdout + r.stderr)
-    # its bound is the cut floor, which info prints above the per-op floor
+    # its bound is the cut floor, which info prints above the per-op floor, and explain bounds savings by
     info50 = json.loads(run("info", resnet, "--json").stdout)
+    ex50 = json.loads(run("explain", resnet, "--json").stdout)
+    check("explain: the most any plan saves, down to the cut floor",
+          ex50.get("cut_floor", {}).get("bytes") == info50.get("cut floor") and
+          ex50.get("most_any_plan_saves") == ex50.get("regular", {}).get("peak", 0) - info50.get("cut floor", 0) and
+          "down to the cut floor (the values the backward of 'layer1.1.conv3' reads" in " ".join(ex50.get("verdict", [])),
+          str(ex50)[:600])
     check("info: ResNet-50's cut floor above its per-op floor, and exact's bound",
           info50.get("per-op floor", 1 << 62) < info50.get("cut floor", 0) == general.get("lower bound") and
           "the lower bound is the cut floor (what the values the backward of 'layer1.1.conv3' reads" in

@@ -145,7 +145,7 @@ TEST_CASE("tensors alive at a step add up to the simulator's memory of that step
   }
 }
 
-TEST_CASE("a network checkpointing helps: the plan remat plan gives, bounded by the per-op floor") {
+TEST_CASE("a network checkpointing helps: the plan remat plan gives, bounded by the per-op and cut floors") {
   const graph g = test::resnet_like(10);
   const explanation e = explain(g, std::nullopt);
   const solution s = solve(g, {});
@@ -157,6 +157,11 @@ TEST_CASE("a network checkpointing helps: the plan remat plan gives, bounded by 
   CHECK(e.saving(e.optimal) > 0);
   CHECK(static_cast<std::uint64_t>(e.saving(e.optimal)) <= e.most_any_plan_saves());
   CHECK(e.optimal.peak_bytes() >= e.floor_bytes());
+  // The cut floor passes the per-op floor here, and bounds what any plan saves.
+  CHECK(e.cut.bytes > e.floor.bytes);
+  CHECK(e.least_bytes() == e.cut.bytes + e.optimizer_state);
+  CHECK(e.optimal.peak_bytes() >= e.least_bytes());
+  CHECK(e.most_any_plan_saves() == e.regular.peak_bytes() - e.least_bytes());
   CHECK(e.activation_share() > 0.5);
   CHECK(e.regular.peak().largest() == memory_part::activations);
   CHECK(e.optimal.figures.peak_bytes == simulate(g, e.optimal.p.steps).peak_bytes);

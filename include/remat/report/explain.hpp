@@ -300,6 +300,7 @@ struct explanation {
   remat::optimizer optimizer = optimizer::sgd;
   std::uint64_t optimizer_state = 0;  ///< resident through every step
   op_floor floor;                     ///< the per-op floor of the simulator's model
+  remat::cut_floor cut;               ///< the cut floor, where it passes the per-op floor (else bytes 0)
   plan_memory regular;                ///< keep what backward reads, recompute nothing
   std::optional<plan_memory> chosen;  ///< the user's plan, when given
   plan_memory optimal;                ///< remat::solve's plan, or regular training when that is no worse
@@ -320,9 +321,11 @@ struct explanation {
 
   /// No plan's training memory is below this.
   std::uint64_t floor_bytes() const noexcept { return floor.bytes + optimizer_state; }
+  /// No plan's training memory is below this either: the higher of the two floors.
+  std::uint64_t least_bytes() const noexcept { return std::max(floor.bytes, cut.bytes) + optimizer_state; }
   /// The most any plan could save against regular training.
   std::uint64_t most_any_plan_saves() const noexcept {
-    return regular.peak_bytes() > floor_bytes() ? regular.peak_bytes() - floor_bytes() : 0;
+    return regular.peak_bytes() > least_bytes() ? regular.peak_bytes() - least_bytes() : 0;
   }
   /// Bytes `m` saves against regular training; negative when it needs more.
   std::int64_t saving(const plan_memory& m) const noexcept {
@@ -350,7 +353,9 @@ struct explanation {
 inline explanation explain(const graph& g, std::optional<plan> chosen, const explain_options& options = {}) {
   explanation e;
   e.optimizer = options.optimizer;
-  e.floor = per_op_floor(g);
+  const backward_floor floors = backward_floors(g);
+  e.floor = per_op_floor(g, floors);
+  e.cut = cut_floor_of(g, floors, e.floor.bytes);
   e.budget = options.budget;
   e.regular = measure(g, plan_none(g), options.optimizer);
   if (chosen) e.chosen = measure(g, std::move(*chosen), options.optimizer);
