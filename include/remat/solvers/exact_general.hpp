@@ -64,7 +64,8 @@ inline general_plan keep_nothing(const graph& g, std::vector<node_id> order) {
 // where the budget is a little below the stage plans' least peak. For the
 // least peak, that search, held to the best plan's peak, then looks for the
 // same peak with less recompute, and, given budgets below it
-// (exact_budget_descent_rounds), for lower peaks. Plans over `general_max_recompute`
+// (exact_budget_descent_rounds), for lower peaks; where one of those gave the
+// best plan, a search for the least peak goes on from it. Plans over `general_max_recompute`
 // rank after the others; nothing when no plan is left within it.
 inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor) {
   const double max_recompute = options.general_max_recompute * g.forward_time();
@@ -194,6 +195,13 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
         search_from(lazily(*cut), objective::time, budget, from + ", with a budget below the peak of " + first, 2);
         if (best->kept.figures.peak_bytes > budget) break;  // where it misses, nearer budgets rarely fit
       }
+      // Searches under a budget stop lowering the peak once they meet it:
+      // where one of them gave the best plan, a search for the least peak
+      // goes on from it, the values kept within its peak included.
+      if (best->from.starts_with(from))
+        search_from(best->kept.plan, objective::memory, no_budget,
+                    best->from + (best->kept.added > 0 ? "; then values kept where its peak allows" : "") +
+                        "; then a local search for the least peak from that plan");
     }
   }
   if (!best || best->kept.figures.recompute_time > max_recompute) return std::nullopt;
