@@ -39,6 +39,8 @@ TEST_CASE("the cut floor holds for every schedule of small random DAGs, and reac
     const schedule_bound above = schedule_bound_for(g, floors, per_op.bytes, any->peak);
     CHECK(above.bytes == std::max(cut.bytes, per_op.bytes));
     CHECK((above.name.find("the cut floor") != std::string::npos) == (cut.bytes > 0 && any->peak > per_op.bytes));
+    // The time objective's plans keep the per-op floor.
+    CHECK(schedule_bound_for(g, floors, per_op.bytes, any->peak, objective::time).bytes == per_op.bytes);
   }
   MESSAGE(graphs << " graphs of 3-7 computed nodes: the cut floor passes the per-op floor on " << raised
                  << ", and is the least peak over every schedule there on " << reached_by_cut

@@ -72,10 +72,12 @@ struct schedule_bound {
   std::string name;
 };
 
-/// `floors` is backward_floors(g), `per_op` its per-op floor.
+/// `floors` is backward_floors(g), `per_op` its per-op floor, `peak` the
+/// plan's. The time objective keeps the per-op floor: its plans peak within
+/// a budget, and a bound on the least peak does not bound their recompute.
 inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
-                                         std::uint64_t peak) {
-  if (peak > per_op)
+                                         std::uint64_t peak, objective goal = objective::memory) {
+  if (goal == objective::memory && peak > per_op)
     if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > per_op)
       return {cut.bytes, "the cut floor (what the values the backward of '" + g.node_name(cut.node) +
                              "' reads cost, held or recomputed)"};

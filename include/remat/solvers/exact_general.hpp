@@ -299,9 +299,7 @@ inline void say_general(const graph& g, solution& s, objective goal, const std::
   s.proof_family = goal == objective::memory ? "every schedule" : "general plans";
   s.message = "a general plan (" + std::to_string(s.best.stage_modes.size()) + " stages, " +
               std::to_string(s.best.kept.count()) + " values kept): " + s.message + "; " + against_stages;
-  const schedule_bound bound = goal == objective::memory
-                                   ? schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak)
-                                   : schedule_bound{s.peak_lower_bound, "the per-op floor"};
+  const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, goal);
   s.peak_lower_bound = bound.bytes;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     s.status = solve_status::optimal;
