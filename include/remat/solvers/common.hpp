@@ -73,8 +73,9 @@ struct schedule_bound {
 };
 
 /// `floors` is backward_floors(g), `per_op` its per-op floor, `peak` the
-/// plan's. The time objective keeps the per-op floor: its plans peak within
-/// a budget, and a bound on the least peak does not bound their recompute.
+/// plan's. The time objective keeps the per-op floor: its plans are ranked by
+/// recompute within a budget, where a closer bound on the peak proves nothing
+/// and its flows would only cost time.
 inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
                                          std::uint64_t peak, objective goal = objective::memory) {
   if (goal == objective::memory && peak > per_op)
