@@ -141,6 +141,25 @@ TEST_CASE("exact's general step also searches the last-written-first order: U-Ne
   CHECK(order_name(pspnet, both.best.order) == "last-written-first");
 }
 
+TEST_CASE("exact's least peak proven above a memory-objective budget: infeasible, with the least budget") {
+  // Found by fuzz_solve (corpus: exact-least-peak-above-memory-budget.bin):
+  // a general plan at the per-op floor was called optimal although it
+  // peaked above the budget.
+  const graph unet = zoo::build("unet");
+  const std::uint64_t floor = per_op_floor(unet).bytes;
+  solve_options below;
+  below.budget = floor - 1;
+  const solution s = solve(unet, below);
+  CHECK(s.status == solve_status::infeasible);
+  CHECK(s.smallest_feasible_budget == floor);
+  CHECK(s.claimed_peak == floor);
+  solve_options at;
+  at.budget = floor;
+  const solution fits = solve(unet, at);
+  CHECK(fits.status == solve_status::optimal);
+  CHECK(fits.claimed_peak == floor);
+}
+
 TEST_CASE("exact's recompute ceiling holds its general plans to a forward pass") {
   const graph g = zoo::build("resnet50");
   exact_options free, held;

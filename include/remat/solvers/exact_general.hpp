@@ -302,7 +302,9 @@ inline void say_general(const graph& g, solution& s, objective goal, const std::
   const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, goal);
   s.peak_lower_bound = bound.bytes;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
-    s.status = solve_status::optimal;
+    // The least peak of every schedule: optimal, or the least budget any plan meets.
+    if (s.status == solve_status::infeasible) s.smallest_feasible_budget = s.claimed_peak;
+    else s.status = solve_status::optimal;
     s.message += "; least peak proven: it equals " + bound.name +
                  ", which no schedule goes below (recompute not minimised among least-peak plans)";
   } else {
