@@ -248,6 +248,10 @@ inline std::string describe_floor(const graph& g, const op_floor& floor) {
 }
 
 inline std::string describe_cut_floor(const graph& g, const cut_floor& cut) {
+  if (cut.after)
+    return fmt::format("the values the backward of '{}' reads: held across the backward of '{}' or recomputed "
+                       "after it, beside the gradients pending in between",
+                       g.node_name(cut.node), g.node_name(*cut.after));
   return fmt::format("the values the backward of '{}' reads: held across its last consumer's backward or "
                      "recomputed beside its pending gradients",
                      g.node_name(cut.node));

@@ -357,7 +357,9 @@ void add_explain_command(CLI::App& app) {
                              {"backward", e.floor.backward},
                              {"pending_gradients", e.floor.pending_gradients}};
       if (e.cut.bytes > e.floor.bytes)
-        doc["cut_floor"] = {{"bytes", e.least_bytes()}, {"node", g.node_name(e.cut.node)}};
+        doc["cut_floor"] = {{"bytes", e.least_bytes()},
+                            {"node", g.node_name(e.cut.node)},
+                            {"after", e.cut.after ? nlohmann::json(g.node_name(*e.cut.after)) : nlohmann::json()}};
       doc["most_any_plan_saves"] = e.most_any_plan_saves();
       doc["activation_share"] = e.activation_share();
       doc["regular"] = plan_json(g, e, e.regular, opt->top);

@@ -124,8 +124,8 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("plan", resnet, "--json")
     general = json.loads(r.stdout) if r.returncode == 0 else {}
     kept = json.loads(run("plan", resnet, "--method", "kept-search", "--json").stdout)
-    check("plan: by default exact's general plan, below the stage optimum and kept-search, says its recompute",
-          general.get("produced_by") == "general local search" and general.get("status") == "feasible" and
+    check("plan: by default exact's general plan, below the stage optimum and kept-search, proven, says its recompute",
+          general.get("produced_by") == "general local search" and general.get("status") == "optimal" and
           general.get("peak", 1 << 62) < min(exact.get("peak", 0), kept.get("peak", 0)) and
           general.get("lower_bound_holds_for") == "every plan" and "forward passes" in run("plan", resnet).stdout,
           r.stdout + r.stderr)
@@ -134,12 +134,15 @@ with tempfile.TemporaryDirectory() as tmp:
     ex50 = json.loads(run("explain", resnet, "--json").stdout)
     check("explain: the most any plan saves, down to the cut floor",
           ex50.get("cut_floor", {}).get("bytes") == info50.get("cut floor") and
+          ex50.get("cut_floor", {}).get("after") == "layer1.1.bn3" and
           ex50.get("most_any_plan_saves") == ex50.get("regular", {}).get("peak", 0) - info50.get("cut floor", 0) and
-          "down to the cut floor (the values the backward of 'layer1.1.conv3' reads" in " ".join(ex50.get("verdict", [])),
+          "down to the cut floor (the values the backward of 'layer1.1.conv1' reads: held across the backward of "
+          "'layer1.1.bn3' or recomputed after it" in " ".join(ex50.get("verdict", [])),
           str(ex50)[:600])
-    check("info: ResNet-50's cut floor above its per-op floor, and exact's bound",
-          info50.get("per-op floor", 1 << 62) < info50.get("cut floor", 0) == general.get("lower bound") and
-          "the lower bound is the cut floor (what the values the backward of 'layer1.1.conv3' reads" in
+    check("info: ResNet-50's cut floor above its per-op floor, exact's bound, and its plan's peak",
+          info50.get("per-op floor", 1 << 62) < info50.get("cut floor", 0) == general.get("lower bound") ==
+          general.get("peak") and
+          "least peak proven: it equals the cut floor (what the values the backward of 'layer1.1.conv1' reads" in
           run("plan", resnet).stdout, str(info50) + r.stdout)
     r = run("plan", resnet, "--max-recompute", "1", "--json")
     held = json.loads(r.stdout) if r.returncode == 0 else {}

@@ -1,9 +1,13 @@
 // The max-flow / min-cut primitive against hand-worked networks and a
-// brute-force minimum over every source–sink partition.
+// brute-force minimum over every source–sink partition; the closure problem
+// on it against every choice.
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include <remat/analysis/max_flow.hpp>
 #include <remat/error.hpp>
@@ -81,6 +85,50 @@ TEST_CASE("random networks: the flow value equals the cheapest partition, and th
     CHECK(across == best);
     CHECK(cut.source_side[0] == 1);
     CHECK(cut.source_side[n - 1] == 0);
+  }
+}
+
+TEST_CASE("closure_network: the least weight of a closed choice, against every choice") {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 500; ++round) {
+    const std::size_t n = 1 + rng() % 8;
+    closure_network closure;
+    std::vector<std::int64_t> weight(n);
+    std::vector<std::pair<std::size_t, std::size_t>> implies;  // chosen x ⇒ chosen y
+    std::uint64_t forced = 0, barred = 0;
+    for (std::size_t x = 0; x < n; ++x) {
+      const std::size_t node = closure.net.add_node();
+      weight[x] = static_cast<std::int64_t>(rng() % 21) - 10;
+      closure.weigh(node, weight[x]);
+      if (rng() % 8 == 0) forced |= 1ULL << x;
+      else if (rng() % 8 == 0) barred |= 1ULL << x;
+    }
+    const std::int64_t offset = static_cast<std::int64_t>(rng() % 5);
+    closure.constant += offset;
+    for (std::size_t e = rng() % (2 * n + 1); e > 0; --e) {
+      const std::size_t x = rng() % n, y = rng() % n;
+      if (x == y) continue;
+      implies.emplace_back(x, y);
+      closure.net.add_edge(x + 2, y + 2, unbounded_capacity);
+    }
+    for (std::size_t x = 0; x < n; ++x) {
+      if (forced >> x & 1) closure.net.add_edge(closure_network::source, x + 2, unbounded_capacity);
+      if (barred >> x & 1) closure.net.add_edge(x + 2, closure_network::sink, unbounded_capacity);
+    }
+    std::optional<std::int64_t> best;
+    for (std::uint64_t mask = 0; mask < (1ULL << n); ++mask) {
+      if ((mask & forced) != forced || (mask & barred) != 0) continue;
+      bool closed = true;
+      for (auto [x, y] : implies) closed = closed && (!(mask >> x & 1) || (mask >> y & 1));
+      if (!closed) continue;
+      std::int64_t sum = offset;
+      for (std::size_t x = 0; x < n; ++x)
+        if (mask >> x & 1) sum += weight[x];
+      best = best ? std::min(*best, sum) : sum;
+    }
+    if (!best) continue;  // no closed choice: the cut is unbounded
+    CAPTURE(round);
+    CHECK(closure.least() == *best);
   }
 }
 

@@ -218,14 +218,14 @@ TEST_CASE("beyond the cap a budget under a bound is infeasible; one no fallback 
   CHECK(between.best.steps.empty());
   CHECK(between.peak_lower_bound <= time.budget);
   CHECK(between.message.find("none ruled out") != std::string::npos);
-  // A general plan meets it: the one keeping nothing, with values then kept
-  // up to the budget (399.9 MiB, 6.6 forward passes of recompute, 2026-11-28).
+  // A general plan meets it: keeping nothing, the stages split for the
+  // least recompute within the budget, then the values kept anew.
   time.general_search_work = exact_options{}.general_search_work;
   const solution general = solve(g, time);
   CHECK(general.status == solve_status::feasible);
   CHECK(general.figures.peak_bytes <= time.budget);
-  CHECK(general.produced_by == "keep nothing");
-  CHECK(general.message.find("values kept where the budget allows") != std::string::npos);
+  CHECK(general.produced_by == "stage split");
+  CHECK(general.message.find("for the least recompute within 400.0 MiB") != std::string::npos);
 }
 
 }  // TEST_SUITE

@@ -254,30 +254,22 @@ inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
       // over the nodes beside v (and allocated(u) for ancestors not yet
       // counted), subject to done(u) ⇒ done(c) and done(c) ⇒ allocated(u)
       // for each consumer c, done(u) ⇒ allocated(u). Source side: 1.
-      flow_network net(2);
-      constexpr std::size_t source = 0, sink = 1;
-      std::int64_t constant = 0;
-      auto weigh = [&](std::size_t node, std::int64_t w) {
-        if (w > 0) net.add_edge(node, sink, static_cast<capacity>(w));
-        if (w < 0) {
-          constant += w;
-          net.add_edge(source, node, static_cast<capacity>(-w));
-        }
-      };
+      closure_network closure;
+      flow_network& net = closure.net;
       auto bytes = [&](node_id u) { return static_cast<std::int64_t>(g.bytes(u)); };
       for (node_id u : beside) done_at[u] = net.add_node() + 1;
       auto allocated_node = [&](node_id u) {
         if (allocated_at[u] == 0) {
           allocated_at[u] = net.add_node() + 1;
-          weigh(allocated_at[u] - 1, bytes(u));
+          closure.weigh(allocated_at[u] - 1, bytes(u));
         }
         return allocated_at[u] - 1;
       };
       for (node_id u : beside) {
         const std::size_t x = done_at[u] - 1;
         const bool surely_allocated = allocated(u);
-        weigh(x, static_cast<std::int64_t>(g.params(u)) - bytes(u));
-        if (surely_allocated) constant += bytes(u);
+        closure.weigh(x, static_cast<std::int64_t>(g.params(u)) - bytes(u));
+        if (surely_allocated) closure.constant += bytes(u);
         else net.add_edge(x, allocated_node(u), unbounded_capacity);
         for (node_id c : g.successors(u))
           if (c <= last && done_at[c] != 0) {
@@ -288,7 +280,7 @@ inline std::vector<std::uint64_t> pending_gradients(const graph& g) {
           if (p >= first && in(anc, p) && !operand[p] && !g.is_input(p) && !allocated(p))
             net.add_edge(x, allocated_node(p), unbounded_capacity);
       }
-      out[v] += static_cast<std::uint64_t>(static_cast<std::int64_t>(min_cut(net, source, sink).value) + constant);
+      out[v] += static_cast<std::uint64_t>(closure.least());
       for (node_id u : beside) {
         done_at[u] = allocated_at[u] = 0;
         for (node_id p : g.predecessors(u)) allocated_at[p] = 0;

@@ -201,4 +201,27 @@ inline min_cut_result min_cut(const flow_network& net, std::size_t source, std::
   return detail::min_cut_search(net).run(source, sink);
 }
 
+/// A least-weight closure as a minimum cut (Picard): choose nodes of `net`,
+/// where an unbounded edge x → y means "x chosen ⇒ y chosen", an unbounded
+/// edge from `source` "chosen" and to `sink` "not chosen", minimising the
+/// weights of the chosen nodes plus `constant`. Chosen nodes end on the
+/// source side. The per-op floor's pending gradients and the cut floor's
+/// gradients held between two backwards are such problems.
+struct closure_network {
+  static constexpr std::size_t source = 0, sink = 1;
+  flow_network net = flow_network(2);
+  std::int64_t constant = 0;
+
+  /// Adds `w` (of either sign) to the objective when `node` is chosen.
+  void weigh(std::size_t node, std::int64_t w) {
+    if (w > 0) net.add_edge(node, sink, static_cast<capacity>(w));
+    if (w < 0) {
+      constant += w;
+      net.add_edge(source, node, static_cast<capacity>(-w));
+    }
+  }
+  /// The least objective over closed choices.
+  std::int64_t least() const { return static_cast<std::int64_t>(min_cut(net, source, sink).value) + constant; }
+};
+
 }  // namespace remat

@@ -163,19 +163,37 @@ inline void recompute_missing(const graph& g, node_id x, std::vector<char>& live
   recompute_all_missing(g, std::span<const node_id>(&x, 1), live, out, stack, missing, position);
 }
 
-/// Moves the free of every recomputed value to right after its last use, so
-/// that a value recomputed only to rebuild others does not wait for their
-/// backward. Keeps the schedule valid; never raises any step's memory.
-inline void free_recomputed_at_last_use(const graph& g, schedule& steps) {
+/// Scratch for free_recomputed_at_last_use, reused from call to call.
+struct last_use_scratch {
+  std::vector<std::size_t> born, last_use;  // per node: where its recompute is (none: not alive from one)
+  std::vector<std::size_t> after, next;     // per step: the step a moved free follows; the next moved there
+  std::vector<std::size_t> head;            // per step: the first free moved after it
+  schedule fragment;
+};
+
+/// Moves the free of every recomputed value in steps[from, end) to right
+/// after its last use there, so that a value recomputed only to rebuild
+/// others does not wait for their backward; a value recomputed there must be
+/// freed there too. Keeps the schedule valid; never raises any step's
+/// memory. O(end − from) time with `scratch` reused (O(n) once).
+inline void free_recomputed_at_last_use(const graph& g, schedule& steps, std::size_t from, last_use_scratch& scratch) {
   constexpr std::size_t none = SIZE_MAX;
   const std::size_t n = g.size();
-  std::vector<std::size_t> born(n, none), last_use(n, none);
-  std::vector<std::size_t> free_after(steps.size(), none);  // free step i -> emit after step j
+  if (scratch.born.size() != n) {
+    scratch.born.assign(n, none);
+    scratch.last_use.assign(n, none);
+  }
+  std::vector<std::size_t>& born = scratch.born;
+  std::vector<std::size_t>& last_use = scratch.last_use;
+  const std::size_t count = steps.size() - from;
+  std::vector<std::size_t>& after = scratch.after;
+  after.assign(count, none);
+  bool moved_any = false;
   auto touch = [&](node_id x, std::size_t i) {
     if (born[x] != none) last_use[x] = i;
   };
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const step s = steps[i];
+  for (std::size_t i = 0; i < count; ++i) {
+    const step s = steps[from + i];
     switch (s.kind) {
       case step_kind::compute:
       case step_kind::recompute:
@@ -191,30 +209,41 @@ inline void free_recomputed_at_last_use(const graph& g, schedule& steps) {
         break;
       case step_kind::free:
         if (born[s.node] != none) {
-          free_after[i] = last_use[s.node];
+          after[i] = last_use[s.node];
           born[s.node] = none;
+          moved_any = true;
         }
         break;
     }
   }
-  // The moved frees grouped by the step they follow, each group in schedule
-  // order: a counting sort, as general-search builds schedules by the thousand.
-  std::vector<std::size_t> first(steps.size() + 1, 0);
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (free_after[i] != none) ++first[free_after[i] + 1];
-  for (std::size_t i = 0; i < steps.size(); ++i) first[i + 1] += first[i];
-  std::vector<step> moved(first[steps.size()]);
-  std::vector<std::size_t> fill(first.begin(), first.end() - 1);
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (free_after[i] != none) moved[fill[free_after[i]]++] = steps[i];
-  schedule out;
-  out.reserve(steps.size());
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (free_after[i] == none) out.push_back(steps[i]);
-    out.insert(out.end(), moved.begin() + static_cast<std::ptrdiff_t>(first[i]),
-               moved.begin() + static_cast<std::ptrdiff_t>(first[i + 1]));
+  // A value still alive from a recompute at the end is left as it is.
+  for (std::size_t i = 0; i < count; ++i)
+    if (steps[from + i].kind == step_kind::recompute) born[steps[from + i].node] = none;
+  if (!moved_any) return;
+  // The frees moved after each step, in schedule order: lists built from the back.
+  std::vector<std::size_t>& head = scratch.head;
+  std::vector<std::size_t>& next = scratch.next;
+  head.assign(count, none);
+  next.resize(count);
+  for (std::size_t i = count; i-- > 0;)
+    if (after[i] != none) {
+      next[i] = head[after[i]];
+      head[after[i]] = i;
+    }
+  schedule& fragment = scratch.fragment;
+  fragment.assign(steps.begin() + static_cast<std::ptrdiff_t>(from), steps.end());
+  steps.resize(from);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (after[i] == none) steps.push_back(fragment[i]);
+    for (std::size_t k = head[i]; k != none; k = next[k]) steps.push_back(fragment[k]);
   }
-  steps = std::move(out);
+}
+
+/// Moves the free of every recomputed value to right after its last use (see
+/// above), over the whole schedule.
+inline void free_recomputed_at_last_use(const graph& g, schedule& steps) {
+  last_use_scratch scratch;
+  free_recomputed_at_last_use(g, steps, 0, scratch);
 }
 
 /// The forward phase every builder shares: computes `sequence` (inputs
@@ -557,17 +586,21 @@ inline schedule schedule_from_kept_stages(const graph& g, std::span<const std::u
 
   detail::backward_release release(g, run_operands);
   detail::stage_scratch scratch;
+  detail::last_use_scratch last_uses;
   std::size_t end = sequence.size(), stage = stages;
   while (end > 0) {
     std::size_t begin = end;
     while (begin > 0 && stage_of[sequence[begin - 1]] == stage_of[sequence[end - 1]]) --begin;
     --stage;
     const bool eager = !modes.empty() && modes[stage] == stage_recompute::eager;
+    const std::size_t before = out.size();
     detail::stage_backward(g, std::span<const node_id>(sequence.data() + begin, end - begin), eager, operands,
                            position, live, out, [&](node_id v) { release.after_backward(v, live, out); }, scratch);
+    // What a stage recomputes it frees before the next begins: the frees
+    // move within it.
+    detail::free_recomputed_at_last_use(g, out, before, last_uses);
     end = begin;
   }
-  detail::free_recomputed_at_last_use(g, out);
   return out;
 }
 

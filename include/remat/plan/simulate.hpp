@@ -100,18 +100,21 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
     if (value[v] == state::freed) return "freed at step " + std::to_string(freed_at[v]);
     return std::string("never computed");
   };
-  auto record = [&](std::size_t i, const memory_breakdown& during) {
-    if (i == 0 || during.total() > sim.peak_bytes) {
-      sim.peak_bytes = during.total();
+  // `total` is mem.total(), kept beside it: most steps raise no peak, and
+  // the breakdown is built only for those that do (or for the timeline).
+  std::uint64_t total = mem.total();
+  // A step whose memory is `mem` plus allocations adding `extra` bytes.
+  auto record = [&](std::size_t i, std::uint64_t extra, auto&& during) {
+    const std::uint64_t bytes = total + extra;
+    if (i == 0 || bytes > sim.peak_bytes) {
+      sim.peak_bytes = bytes;
       sim.peak_step = i;
-      sim.at_peak = during;
+      sim.at_peak = during();
     }
-    if (options.record_timeline) sim.timeline.push_back(during);
+    if (options.record_timeline) sim.timeline.push_back(during());
   };
-  auto need_alive = [&](std::size_t i, node_id v, node_id x, const char* role) {
-    if (!alive(x))
-      throw invalid_schedule(i, name(v),
-                             std::string(role) + " '" + name(x) + "' is not alive (" + why_dead(x) + ")");
+  auto not_alive = [&](std::size_t i, node_id v, node_id x, const char* role) {
+    return invalid_schedule(i, name(v), std::string(role) + " '" + name(x) + "' is not alive (" + why_dead(x) + ")");
   };
 
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -133,12 +136,16 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
           throw invalid_schedule(i, name(v), "recompute before the first compute");
         if (alive(v)) throw invalid_schedule(i, name(v), "evaluated while its value is still alive");
         for (node_id p : g.predecessors(v))
-          if (!g.is_input(p)) need_alive(i, v, p, "operand");
-        memory_breakdown during = mem;
-        during.workspace = g.workspace(v);
-        (first ? during.activations : during.recomputed) += g.bytes(v);
-        record(i, during);
+          if (!g.is_input(p) && !alive(p)) [[unlikely]]
+            throw not_alive(i, v, p, "operand");
+        record(i, g.bytes(v) + g.workspace(v), [&] {
+          memory_breakdown during = mem;
+          during.workspace = g.workspace(v);
+          (first ? during.activations : during.recomputed) += g.bytes(v);
+          return during;
+        });
         (first ? mem.activations : mem.recomputed) += g.bytes(v);
+        total += g.bytes(v);
         value[v] = first ? state::computed : state::recomputed;
         first_compute[v] = 1;
         if (first) sim.forward_time += g.time(v);
@@ -151,9 +158,12 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
       case step_kind::free: {
         if (!alive(v)) throw invalid_schedule(i, name(v), "freed while not alive (" + why_dead(v) + ")");
         (value[v] == state::computed ? mem.activations : mem.recomputed) -= g.bytes(v);
+        total -= g.bytes(v);
         value[v] = state::freed;
         freed_at[v] = i;
-        record(i, mem);
+        // Less than the step before it held: never a peak (a free cannot be
+        // the first step), only a point of the timeline.
+        if (options.record_timeline) sim.timeline.push_back(mem);
         break;
       }
       case step_kind::backward: {
@@ -164,7 +174,8 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
                                                    name(c) + "' has not run its backward yet");
         if (reads_inputs(g.reads(v)))
           for (node_id p : g.predecessors(v))
-            if (!g.is_input(p)) need_alive(i, v, p, "backward reads operand");
+            if (!g.is_input(p) && !alive(p)) [[unlikely]]
+              throw not_alive(i, v, p, "backward reads operand");
         if (reads_output(g.reads(v)) && !alive(v))
           throw invalid_schedule(i, name(v), "backward reads its own output, which is not alive (" +
                                                  why_dead(v) + ")");
@@ -175,14 +186,18 @@ inline simulation simulate(const graph& g, const schedule& steps, const simulate
             grad_alive[p] = 1;
             new_gradients += g.bytes(p);
           }
-        memory_breakdown during = mem;
-        during.gradients += new_gradients;
-        during.parameter_gradients += g.params(v);
-        during.workspace = g.backward_workspace(v);
-        record(i, during);
+        record(i, new_gradients + g.params(v) + g.backward_workspace(v), [&] {
+          memory_breakdown during = mem;
+          during.gradients += new_gradients;
+          during.parameter_gradients += g.params(v);
+          during.workspace = g.backward_workspace(v);
+          return during;
+        });
         mem.gradients += new_gradients;
         mem.gradients -= g.bytes(v);  // v's own gradient dies with its backward
         mem.parameter_gradients += g.params(v);
+        total += new_gradients + g.params(v);
+        total -= g.bytes(v);
         grad_alive[v] = 0;
         done[v] = 1;
         sim.backward_time += g.backward_time(v);

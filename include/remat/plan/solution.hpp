@@ -125,7 +125,7 @@ struct solution {
   /// The method whose search produced `best`: for `exact`, the member of
   /// its portfolio ("dp", "chain", "mincut", "ogc", "approx", "dp below
   /// <member>" when a search below a member's plan found it, "general-dp",
-  /// "general local search", "keep nothing" for its general plans, "none"
+  /// "general local search", "stage split" for its general plans, "none"
   /// for regular training); else the method.
   std::string produced_by;
   /// The plans `status` and the bounds speak of ("stage plans", "general

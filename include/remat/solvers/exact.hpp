@@ -6,14 +6,15 @@
 /// bound elsewhere. A portfolio:
 ///
 /// 0. Past 16 computed nodes, the memory objective: a general plan
-///    (schedule_from_kept_stages), the better of one from a local search
+///    (schedule_from_kept_stages), the best of one from a local search
 ///    started at min-cut stages' kept values with a stage per node, within
-///    `general_search_work` units (general_local_search.hpp), and the plan
-///    that keeps nothing (up to 2,000 computed nodes). When a search bounded
-///    by its peak, or past its cap a subgraph bound, shows that every stage
-///    plan peaks higher, it is the answer (the per-op floor its bound,
-///    `optimal` at the floor). Otherwise steps 1–4 run and it stands where
-///    it still ranks first. For a budget (the time objective) it is tried
+///    `general_search_work` units (general_local_search.hpp), and the best
+///    split into stages of an order keeping nothing (up to 2,000 computed
+///    nodes; stage_split.hpp), with values then kept within their peak
+///    (exact_general.hpp). When a search bounded by its peak, or past its
+///    cap a subgraph bound, shows that every stage plan peaks higher, it is
+///    the answer (the per-op or cut floor its bound, `optimal` at it).
+///    Otherwise steps 1–4 run and it stands where it still ranks first. For a budget (the time objective) it is tried
 ///    only where no stage plan meets the budget. Its recompute is not
 ///    minimised and can pass a forward pass (the message says so).
 /// 1. Regular training already at the per-op floor: nothing can do better.

@@ -26,7 +26,9 @@
 #include <remat/solvers/keep_within.hpp>
 #include <remat/solvers/mincut.hpp>
 #include <remat/solvers/orders.hpp>
+#include <remat/solvers/stage_split.hpp>
 #include <remat/solvers/subgraph_bound.hpp>
+#include <remat/units.hpp>
 
 namespace remat::detail {
 
@@ -48,6 +50,25 @@ inline general_plan keep_nothing(const graph& g, std::vector<node_id> order) {
   return with_node_stages(g, none);
 }
 
+// The orders `exact` keeps nothing in and splits stages over: the one asked
+// for, or for `best` and `automatic` the graph's, consumers-first and
+// last-written-first orders (each where it differs from those before it).
+inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exact_options& options) {
+  std::vector<std::vector<node_id>> orders;
+  if (options.order == order_choice::consumers_first) {
+    orders.push_back(consumers_first(g, options.preserve_gradient_order));
+    return orders;
+  }
+  orders.emplace_back();
+  if (options.order == order_choice::graph) return orders;
+  for (std::vector<node_id> other : {consumers_first(g, options.preserve_gradient_order),
+                                     last_written_first(g, options.preserve_gradient_order)}) {
+    const bool known = is_id_order(other) || std::ranges::find(orders, other) != orders.end();
+    if (!known) orders.push_back(std::move(other));
+  }
+  return orders;
+}
+
 // Past the general programme's size: the best, by options.goal and
 // options.budget, of these general plans, each with values then kept where
 // its peak (or the budget it meets) allows (keep_within.hpp). One comes from
@@ -55,18 +76,21 @@ inline general_plan keep_nothing(const graph& g, std::vector<node_id> order) {
 // values with a stage per node; min-cut stages cost little and lead as low
 // as the stage optimum's boundary does, or lower (docs/results-solvers.md).
 // The search stops at `general_search_work` units whatever the clock says.
-// The others keep nothing, one in each order options.order names (up to
-// exact_keep_nothing_max_nodes): on NAS cells, U-Net and PSPNet they peak
-// below any plan the search reaches, which cannot drop one kept value at a
-// time without first raising its peak. For a budget, a search from
-// min-cut's own stages, recomputing lazily, runs beside the first: it splits
-// the stage at its peak until the plan fits, which costs far less recompute
-// where the budget is a little below the stage plans' least peak. For the
-// least peak, that search, held to the best plan's peak, then looks for the
-// same peak with less recompute, and, given budgets below it
-// (exact_budget_descent_rounds), for lower peaks; where one of those gave the
-// best plan, a search for the least peak goes on from it. Plans over `general_max_recompute`
-// rank after the others; nothing when no plan is left within it.
+// For a budget, a search from min-cut's own stages, recomputing lazily,
+// runs beside the first: it splits the stage at its peak until the plan
+// fits, which costs far less recompute where the budget is a little below
+// the stage plans' least peak. For the least peak, that search, held to the
+// best plan's peak, then looks for the same peak with less recompute, and,
+// given budgets below it (exact_budget_descent_rounds), for lower peaks;
+// where one of those gave the best plan, a search for the least peak goes
+// on from it. Then the stages split best over an order (split_stages):
+// keeping nothing, in the order where that peaks lowest (up to
+// exact_keep_nothing_max_nodes) — on the NAS cells, PSPNet and the deeper
+// ResNets below any plan the searches reach, which cannot drop one kept
+// value at a time without first raising the peak — and with the best plan's
+// kept values, for the least recompute within its peak. Plans over
+// `general_max_recompute` rank after the others; nothing when no plan is
+// left within it.
 inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor) {
   const double max_recompute = options.general_max_recompute * g.forward_time();
   auto score = [&](std::uint64_t peak, double recompute) {
@@ -143,6 +167,31 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     weigh(std::move(r.best), std::move(steps), std::move(figures), std::move(from), "general local search");
     return fits;
   };
+  // The stages split best over `order` for the kept set `kept`
+  // (split_stages), on runs of up to `longest` nodes, peaking within
+  // `ceiling`, as a candidate: the least peak, or with `budget` the least
+  // recompute within it. `from` says what it started from.
+  std::size_t split_stages_priced = 0;
+  auto split_from = [&](const node_set& kept, const std::vector<node_id>& order, std::uint64_t budget,
+                        std::size_t longest, std::uint64_t ceiling, const std::string& from) {
+    stage_split_options split;
+    split.goal = budget == no_budget ? objective::memory : objective::time;
+    split.budget = budget;
+    split.max_stage_nodes = longest;
+    split.ceiling = ceiling;
+    split.time = options.time;
+    stage_split_result r = split_stages(g, kept, order, split);
+    split_stages_priced += r.stages_evaluated;
+    if (!r.plan) return;
+    schedule steps = r.plan->steps(g);
+    simulation figures = simulate(g, steps, timeline);
+    weigh(std::move(*r.plan), std::move(steps), std::move(figures),
+          from + " the stages split at the best places of " +
+              (order.empty() ? std::string("the graph's") : "the " + order_name(g, order)) + " order" +
+              (budget == no_budget ? std::string() : ", for the least recompute within " + format_bytes(budget)) +
+              " (" + std::to_string(r.stages_evaluated) + " stages priced)",
+          "stage split");
+  };
   for (const auto& [order, order_label] : starts) {
     // A plan at the per-op floor can only tie with it, recomputing more.
     if (options.time.expired() || (best && best->kept.figures.peak_bytes <= floor)) break;
@@ -158,19 +207,17 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
       search_from(lazily(*cut), options.goal, options.budget,
                   "a local search started at min-cut stages, each recomputing lazily" + in_order);
   }
+  // The order in which keeping nothing peaks lowest, for the split below
+  // (split_stages): a split there holds no more than keeping nothing, so
+  // that plan itself need not be weighed.
+  std::optional<std::pair<std::uint64_t, std::vector<node_id>>> lowest_of_none;
   if (computed_nodes(g) <= exact_keep_nothing_max_nodes && !(best && best->kept.figures.peak_bytes <= floor))
-    for (std::vector<node_id>& order : orders_to_try(g, options.order, options.preserve_gradient_order)) {
+    for (std::vector<node_id>& order : split_orders(g, options)) {
       if (options.time.expired()) break;
-      const bool in_graph_order = order.empty();
-      general_plan none = keep_nothing(g, std::move(order));
-      schedule steps = none.steps(g);
-      simulation figures = simulate(g, steps, timeline);
+      const simulation figures = simulate(g, keep_nothing(g, order).steps(g));
       options.time.charge(pass_work(g, 40) + figures.recompute_steps * 90);  // as a search's try
       ++tries;
-      weigh(std::move(none), std::move(steps), std::move(figures),
-            std::string("nothing kept, every backward recomputing what it reads") +
-                (in_graph_order ? "" : ", in consumers-first order"),
-            "keep nothing");
+      if (!lowest_of_none || figures.peak_bytes < lowest_of_none->first) lowest_of_none.emplace(figures.peak_bytes, order);
     }
   // The least peak found, as a budget: the same search from min-cut's own
   // stages, recomputing lazily, in that plan's order, often reaches the same
@@ -204,6 +251,23 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
                         "; then a local search for the least peak from that plan");
     }
   }
+  // The stages split best over an order (split_stages): keeping nothing, in
+  // the order where that peaks lowest, for a lower peak than any plan found
+  // (for a budget, the least recompute within it); then, with the values
+  // the best plan keeps, in its order, on longer runs, for the least
+  // recompute within its peak (or the budget): the first split's stages are
+  // short and recompute much (docs/results-solvers.md, "Stages split over the
+  // execution order").
+  const std::uint64_t to_meet = options.goal == objective::time ? options.budget : no_budget;
+  if (best && best->kept.figures.peak_bytes > floor && lowest_of_none && !options.time.expired())
+    split_from(node_set(g.size()), lowest_of_none->second, to_meet, exact_split_stage_nodes,
+               to_meet == no_budget ? best->kept.figures.peak_bytes - 1 : no_budget, "nothing kept,");
+  if (best && !options.time.expired()) {
+    const std::uint64_t within = to_meet == no_budget ? best->kept.figures.peak_bytes : to_meet;
+    split_from(best->kept.plan.kept, best->kept.plan.order, within, exact_split_recompute_nodes, no_budget,
+               best->from + (best->kept.added > 0 ? "; then values kept where its peak allows" : "") +
+                   "; then, keeping those values,");
+  }
   if (!best || best->kept.figures.recompute_time > max_recompute) return std::nullopt;
   keep_within_result& kept = best->kept;
   solution s = solution_of_plan(as_plan(kept.plan, "exact", std::move(kept.steps)), std::move(kept.figures),
@@ -211,12 +275,13 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   s.produced_by = best->produced_by;
   s.message = best->from;
   if (kept.added > 0)
-    s.message += "; then " + std::to_string(kept.added) + " values kept where " +
+    s.message += "; then " + std::to_string(kept.added) + (kept.added == 1 ? " value" : " values") + " kept where " +
                  (options.budget != no_budget && s.claimed_peak <= options.budget ? "the budget" : "its peak") +
                  " allows";
   s.stats.counts = {{"general plans simulated", tries},
                     {"general moves taken", moves},
-                    {"values kept within the peak", kept.added}};
+                    {"values kept within the peak", kept.added},
+                    {"stages priced", split_stages_priced}};
   options.time.found_plan(s.claimed_peak);
   options.time.found_bound(floor);
   return s;

@@ -32,8 +32,10 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <remat/analysis/bounds.hpp>
@@ -128,6 +130,7 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
   solution best;
   std::uint64_t least_peak = std::numeric_limits<std::uint64_t>::max();
   std::vector<char> in_set(n, 0);
+  std::map<std::pair<node_id, node_id>, std::vector<node_id>> cut_windows;  // window -> its members in L
   std::uint64_t plans = 0, cuts = 0;
   std::size_t computed = 0;
   for (node_id v = 0; v < n; ++v) computed += g.is_input(v) ? 0 : 1;
@@ -143,10 +146,22 @@ inline solution solve_mincut(const graph& g, const mincut_options& options = {})
       const double spacing = total / static_cast<double>(k);
       const node_id lo = position(spacing * (static_cast<double>(j) - 0.25));
       const node_id hi = std::max<node_id>(lo, position(spacing * (static_cast<double>(j) + 0.25)));
-      detail::min_boundary_lower_set(g, order, lo, hi, in_set);
-      ++cuts;
-      for (node_id v = 0; v < n; ++v)
-        if (in_set[v]) stage_of[v] = static_cast<std::uint32_t>(j - 1);
+      // An empty window is the nodes before it; a window already cut (the
+      // k's share most of them) is looked up.
+      const std::vector<node_id>* members = nullptr;
+      if (lo < hi) {
+        auto [at, fresh] = cut_windows.try_emplace({lo, hi});
+        if (fresh) {
+          detail::min_boundary_lower_set(g, order, lo, hi, in_set);
+          ++cuts;
+          for (node_id v = lo; v < hi; ++v)
+            if (in_set[v]) at->second.push_back(v);
+        }
+        members = &at->second;
+      }
+      for (node_id v = 0; v < lo; ++v) stage_of[v] = static_cast<std::uint32_t>(j - 1);
+      if (members)
+        for (node_id v : *members) stage_of[v] = static_cast<std::uint32_t>(j - 1);
     }
     plan candidate = plan::from_stages(g, std::move(stage_of), "mincut");
     const simulation sim = simulate(g, candidate.steps);
