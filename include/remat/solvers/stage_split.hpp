@@ -15,9 +15,10 @@
 /// over the run ends, the least recompute within a peak a shortest path.
 /// Both modes are tried for every run of up to `max_stage_nodes` nodes.
 ///
-/// `exact` calls it on its best general plan's kept set and on the empty
-/// set, in each order it searched: on NAS cells, PSPNet and the ResNets the
-/// runs it finds hold less than any stage per node or min-cut's stages
+/// `exact` calls it on the empty set, in the order where keeping nothing
+/// with a stage per node peaks lowest, and on its best general plan's kept
+/// set, in that plan's order: on NAS cells, PSPNet and the ResNets the runs
+/// it finds hold less than a stage per node or min-cut's stages
 /// (docs/results-solvers.md, "Stages split over the execution order").
 /// Complexity: O(N · W) stage evaluations for N computed nodes and runs of
 /// up to W nodes, each O(its steps) — a stage recomputes what its backwards
