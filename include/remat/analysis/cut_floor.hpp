@@ -68,8 +68,8 @@ inline constexpr std::size_t cut_floor_descendants = 4;
 
 /// How many (node, descendant) pairs the cut floor tries in all, the most
 /// promising first: each costs a few maximum flows over the node's
-/// ancestors; past the first 64 only the layered graphs of 500 and 1,000
-/// nodes gained, 2% and 1.2% for four times the flows (docs/algorithms.md,
+/// ancestors; more pairs gained little for several times the flows, and
+/// only on wide layered graphs (docs/algorithms.md,
 /// "The cut floor").
 inline constexpr std::size_t cut_floor_descendant_tries = 64;
 

@@ -9,14 +9,14 @@
 ///    (schedule_from_kept_stages), the best of one from a local search
 ///    started at min-cut stages' kept values with a stage per node, within
 ///    `general_search_work` units (general_local_search.hpp), and the best
-///    split into stages of an order keeping nothing (up to 2,000 computed
-///    nodes; stage_split.hpp), with values then kept within their peak
-///    (exact_general.hpp). When a search bounded by its peak, or past its
-///    cap a subgraph bound, shows that every stage plan peaks higher, it is
-///    the answer (the per-op or cut floor its bound, `optimal` at it).
-///    Otherwise steps 1–4 run and it stands where it still ranks first. For a budget (the time objective) it is tried
-///    only where no stage plan meets the budget. Its recompute is not
-///    minimised and can pass a forward pass (the message says so).
+///    split into stages of an order keeping nothing (up to
+///    exact_keep_nothing_max_nodes computed nodes; stage_split.hpp), values
+///    then kept within their peak (exact_general.hpp). When a search bounded
+///    by its peak, or past its cap a subgraph bound, shows that every stage
+///    plan peaks higher, it is the answer (the per-op or cut floor its bound,
+///    `optimal` at it). Otherwise steps 1–4 run and it stands where it still
+///    ranks first; for a budget (the time objective), only where no stage
+///    plan meets it. Its recompute is not minimised and can pass a forward pass (the message says so).
 /// 1. Regular training already at the per-op floor: nothing can do better.
 /// 2. At most `max_lower_sets` lower sets: the lower-set programme over all
 ///    of them (solve_dp, three quarters of the time); `optimal` when it

@@ -27,15 +27,15 @@ inline constexpr std::size_t exact_general_max_nodes = 16;
 inline constexpr std::size_t exact_keep_nothing_max_nodes = 2000;
 
 /// The longest run of the execution order a stage may be when `exact`
-/// splits stages over it (split_stages): longer runs price more stages and
-/// lowered no peak of the zoo's 21 models (docs/results-solvers.md, "Stages
-/// split over the execution order").
+/// splits stages over it (split_stages): the shortest that reached
+/// PSPNet's and the ResNets' least peaks; longer runs price more stages
+/// (docs/results-solvers.md, "Stages split over the execution order").
 inline constexpr std::size_t exact_split_stage_nodes = 8;
 
 /// The same for the split that then looks for the least recompute within
 /// the best plan's peak, with its kept values: longer runs share more of
-/// what they recompute (half the recompute of runs of 8 on ResNet-101 and
-/// -152, a third less on NASNet and DARTS), each pricing about twice the stages.
+/// what they recompute, at about twice the stages priced for twice the
+/// length (docs/results-solvers.md, "Stages split over the execution order").
 inline constexpr std::size_t exact_split_recompute_nodes = 16;
 
 /// Past exact_general_max_nodes (memory objective), how many budgets below
