@@ -2,13 +2,15 @@
 // for a kept set. Against every split and every choice of modes on small
 // random DAGs, for the least peak and for the least recompute within a
 // budget; its figures are the simulator's; a ceiling no split meets and a
-// spent time budget give no plan; and the zoo figures it reaches.
+// spent time budget give no plan; the zoo figures it reaches; and where
+// `exact` widens its runs.
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 
+#include <remat/solve.hpp>
 #include <remat/solvers/exact_general.hpp>
 #include <remat/solvers/orders.hpp>
 #include <remat/solvers/stage_split.hpp>
@@ -150,4 +152,28 @@ TEST_CASE("split_stages on the zoo: keeping nothing, PSPNet and ResNet-152 reach
     // Keeping nothing with a stage per node is one of the splits.
     CHECK(r.figures.peak_bytes <= simulate(g, detail::keep_nothing(g, order).steps(g)).peak_bytes);
   }
+}
+
+TEST_CASE("exact widens the split keeping nothing while longer runs peak lower: the 254-node layered graph") {
+  const graph g = test::layered_dag(50);
+  REQUIRE(g.size() == 254);
+  auto split_peak = [&](std::size_t longest) {
+    stage_split_options o;
+    o.max_stage_nodes = longest;
+    const stage_split_result r = split_stages(g, node_set(g.size()), {}, o);
+    REQUIRE(r.plan);
+    return r.figures.peak_bytes;
+  };
+  const std::uint64_t short_runs = split_peak(exact_split_stage_nodes), long_runs = split_peak(64);
+  CHECK(short_runs == 173'101'056);
+  CHECK(long_runs == 161'044'480);
+  solve_options o;
+  o.work_limit = 10'000'000'000;
+  o.time_limit = std::chrono::minutes(10);  // far: the plan must not depend on the clock
+  const solution s = solve(g, o);
+  CHECK(s.produced_by == "stage split");
+  CHECK(s.figures.peak_bytes <= long_runs);
+  CHECK(s.message.find("on runs of up to 64 nodes") != std::string::npos);
+  // Within exact's work the widening stops by itself: longer runs found no lower peak.
+  CHECK_FALSE(s.stats.work_limit_reached);
 }

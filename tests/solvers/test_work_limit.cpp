@@ -14,26 +14,13 @@
 #endif
 
 #include <remat/solve.hpp>
-#include <remat/zoo/generators.hpp>
 #include <remat/zoo/models.hpp>
+
+#include "../support/random_graphs.hpp"
 
 using namespace remat;
 
 namespace {
-
-// The random layered DAG Moccasin's benchmarks use, `layers` × 5 wide
-// (docs/benchmarks.md). At 200 layers (1,004 nodes) it is past exact's
-// lower-set cap, so its plan comes from the fallbacks and their shares of the work.
-graph layered(std::size_t layers) {
-  zoo::random_dag_options o;
-  o.layers = layers;
-  o.width = 5;
-  o.density = 0.3;
-  o.seed = 1;
-  o.batch = 4096;
-  o.features = 256;
-  return zoo::random_dag(o);
-}
 
 solve_options by_work(std::uint64_t units) {
   solve_options o;
@@ -76,7 +63,8 @@ std::chrono::duration<double> beside_a_hog(Work&& work) {
 }  // namespace
 
 TEST_CASE("exact on the 1,000-node layered graph: the same plan with a CPU hog on its core as without") {
-  const graph g = layered(200);
+  // Past exact's lower-set cap: its plan comes from the fallbacks and their shares of the work.
+  const graph g = test::layered_dag(200);
   REQUIRE(g.size() == 1004);
   const solve_options options = by_work(1'000'000'000);
   const solution idle = solve(g, options);
@@ -113,7 +101,7 @@ TEST_CASE("exact proves the 104-node layered graph's least stage peak within 1.2
   // beside a branch (2026-11-28): its bounded rounds, growing from the floor
   // by a quarter, now fail at 0.97× the optimum rather than 0.90×, and the
   // stage programme's share of 10⁹ units no longer holds them.
-  const graph g = layered(20);
+  const graph g = test::layered_dag(20);
   REQUIRE(g.size() == 104);
   solve_options stage_plans = by_work(1'200'000'000);
   stage_plans.general_search_work = 0;
@@ -176,7 +164,7 @@ TEST_CASE("the portfolio is never worse than any of its members alone within the
   // limits leave room for all of them: below what they need together (4·10⁸
   // units here) a member alone can finish where its share cannot
   // (docs/algorithms.md).
-  const std::vector<graph> graphs{zoo::build("nasnet-cifar10"), zoo::build("darts-cifar10"), layered(50)};
+  const std::vector<graph> graphs{zoo::build("nasnet-cifar10"), zoo::build("darts-cifar10"), test::layered_dag(50)};
   for (const graph& g : graphs) {
     std::vector<method> members{method::mincut, method::ogc, method::chain};
     if (g.size() <= 600) members.push_back(method::approx);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <remat/graph/graph.hpp>
+#include <remat/zoo/generators.hpp>
 
 namespace remat::test {
 
@@ -86,6 +87,20 @@ inline std::vector<std::uint32_t> random_stages(const graph& g, std::mt19937_64&
     for (node_id p : g.predecessors(v)) stage[v] = std::max(stage[v], stage[p]);
   }
   return stage;
+}
+
+// The random layered DAG Moccasin's benchmarks use, `layers` × 5 wide
+// (docs/benchmarks.md; `remat gen random --layers N --width 5 --density 0.3
+// --seed 1 --batch 4096 --features 256`).
+inline graph layered_dag(std::size_t layers) {
+  zoo::random_dag_options o;
+  o.layers = static_cast<std::int64_t>(layers);
+  o.width = 5;
+  o.density = 0.3;
+  o.seed = 1;
+  o.batch = 4096;
+  o.features = 256;
+  return zoo::random_dag(o);
 }
 
 }  // namespace remat::test

@@ -173,16 +173,17 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   // recompute within it. `from` says what it started from.
   std::size_t split_stages_priced = 0;
   auto split_from = [&](const node_set& kept, const std::vector<node_id>& order, std::uint64_t budget,
-                        std::size_t longest, std::uint64_t ceiling, const std::string& from) {
+                        std::size_t longest, std::uint64_t ceiling, const std::string& from,
+                        const time_budget& time) {
     stage_split_options split;
     split.goal = budget == no_budget ? objective::memory : objective::time;
     split.budget = budget;
     split.max_stage_nodes = longest;
     split.ceiling = ceiling;
-    split.time = options.time;
+    split.time = time;
     stage_split_result r = split_stages(g, kept, order, split);
     split_stages_priced += r.stages_evaluated;
-    if (!r.plan) return;
+    if (!r.plan) return false;
     schedule steps = r.plan->steps(g);
     simulation figures = simulate(g, steps, timeline);
     weigh(std::move(*r.plan), std::move(steps), std::move(figures),
@@ -191,6 +192,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
               (budget == no_budget ? std::string() : ", for the least recompute within " + format_bytes(budget)) +
               " (" + std::to_string(r.stages_evaluated) + " stages priced)",
           "stage split");
+    return true;
   };
   for (const auto& [order, order_label] : starts) {
     // A plan at the per-op floor can only tie with it, recomputing more.
@@ -259,14 +261,33 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   // short and recompute much (docs/results-solvers.md, "Stages split over the
   // execution order").
   const std::uint64_t to_meet = options.goal == objective::time ? options.budget : no_budget;
-  if (best && best->kept.figures.peak_bytes > floor && lowest_of_none && !options.time.expired())
-    split_from(node_set(g.size()), lowest_of_none->second, to_meet, exact_split_stage_nodes,
-               to_meet == no_budget ? best->kept.figures.peak_bytes - 1 : no_budget, "nothing kept,");
+  // For the least peak, while that split gives the best plan, again on runs
+  // twice as long, each below the best peak, until two in a row find none,
+  // the runs pass exact_split_widest_nodes or a quarter of what is left is
+  // spent (the rest of `exact` still needs it): on wide layered graphs
+  // longer runs peak lower, on NAS cells they do not, and a split that does
+  // not win is not widened at all.
+  if (best && best->kept.figures.peak_bytes > floor && lowest_of_none && !options.time.expired()) {
+    const bool won = split_from(node_set(g.size()), lowest_of_none->second, to_meet, exact_split_stage_nodes,
+                                to_meet == no_budget ? best->kept.figures.peak_bytes - 1 : no_budget, "nothing kept,",
+                                options.time);
+    const time_budget widening = options.time.share(1, 4);
+    for (std::size_t longest = 2 * exact_split_stage_nodes, misses = 0;
+         won && to_meet == no_budget && misses < 2 && longest <= exact_split_widest_nodes &&
+         best->kept.figures.peak_bytes > floor && !widening.expired();
+         longest *= 2)
+      misses = split_from(node_set(g.size()), lowest_of_none->second, no_budget, longest,
+                          best->kept.figures.peak_bytes - 1,
+                          "nothing kept, on runs of up to " + std::to_string(longest) + " nodes,", widening)
+                   ? 0
+                   : misses + 1;
+  }
   if (best && !options.time.expired()) {
     const std::uint64_t within = to_meet == no_budget ? best->kept.figures.peak_bytes : to_meet;
     split_from(best->kept.plan.kept, best->kept.plan.order, within, exact_split_recompute_nodes, no_budget,
                best->from + (best->kept.added > 0 ? "; then values kept where its peak allows" : "") +
-                   "; then, keeping those values,");
+                   "; then, keeping those values,",
+               options.time);
   }
   if (!best || best->kept.figures.recompute_time > max_recompute) return std::nullopt;
   keep_within_result& kept = best->kept;

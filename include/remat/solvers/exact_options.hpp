@@ -32,6 +32,12 @@ inline constexpr std::size_t exact_keep_nothing_max_nodes = 2000;
 /// (docs/results-solvers.md, "Stages split over the execution order").
 inline constexpr std::size_t exact_split_stage_nodes = 8;
 
+/// The longest runs `exact` widens that split to where longer runs keep
+/// lowering the peak (wide layered graphs); each doubling prices about
+/// three times the stages (docs/results-solvers.md, "Wider runs where they
+/// pay").
+inline constexpr std::size_t exact_split_widest_nodes = 256;
+
 /// The same for the split that then looks for the least recompute within
 /// the best plan's peak, with its kept values: longer runs share more of
 /// what they recompute, at about twice the stages priced for twice the
