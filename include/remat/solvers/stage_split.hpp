@@ -125,13 +125,8 @@ class run_stage_pricer {
   void fall() {
     const node_id v = sequence_[--at_];
     steps_back_.push_back({memory_, base_log_.size()});
-    std::uint64_t added = g_.successors(v).empty() ? g_.bytes(v) : 0;
-    for (node_id p : g_.predecessors(v))
-      if (!g_.is_input(p) && !gradient_[p]) {
-        gradient_[p] = 1;
-        base_log_.push_back({p, change::gradient_added});
-        added += g_.bytes(p);
-      }
+    const std::uint64_t added =
+        gradients_allocated(v, [&](node_id p) { base_log_.push_back({p, change::gradient_added}); });
     memory_ += added + g_.params(v);
     memory_ -= g_.bytes(v);
     if (gradient_[v]) base_log_.push_back({v, change::gradient_freed});
@@ -234,13 +229,7 @@ class run_stage_pricer {
           if (!fresh_[v]) memory -= g_.bytes(v);  // a kept value; recomputed ones go at their last use
           break;
         case step_kind::backward: {
-          std::uint64_t added = g_.successors(v).empty() ? g_.bytes(v) : 0;
-          for (node_id p : g_.predecessors(v))
-            if (!g_.is_input(p) && !gradient_[p]) {
-              gradient_[p] = 1;
-              gradient_log_.push_back(p);
-              added += g_.bytes(p);
-            }
+          const std::uint64_t added = gradients_allocated(v, [&](node_id p) { gradient_log_.push_back(p); });
           out.peak = std::max(out.peak, memory + added + g_.params(v) + g_.backward_workspace(v));
           memory += added + g_.params(v);
           memory -= g_.bytes(v);
@@ -261,6 +250,21 @@ class run_stage_pricer {
 
  private:
   static constexpr node_id nobody = std::numeric_limits<node_id>::max();
+
+  // The bytes v's backward allocates: its own gradient when nothing reads
+  // v, and a gradient buffer for each computed operand without one yet
+  // (each passed to `noted`, for the undo).
+  template <class Noted>
+  std::uint64_t gradients_allocated(node_id v, Noted&& noted) {
+    std::uint64_t added = g_.successors(v).empty() ? g_.bytes(v) : 0;
+    for (node_id p : g_.predecessors(v))
+      if (!g_.is_input(p) && !gradient_[p]) {
+        gradient_[p] = 1;
+        noted(p);
+        added += g_.bytes(p);
+      }
+    return added;
+  }
 
   // recompute_all_missing's steps (the missing values among `roots` and
   // their ancestors, in execution order), with the positions marked in a
