@@ -271,16 +271,18 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     const bool won = split_from(node_set(g.size()), lowest_of_none->second, to_meet, exact_split_stage_nodes,
                                 to_meet == no_budget ? best->kept.figures.peak_bytes - 1 : no_budget, "nothing kept,",
                                 options.time);
-    const time_budget widening = options.time.share(1, 4);
-    for (std::size_t longest = 2 * exact_split_stage_nodes, misses = 0;
-         won && to_meet == no_budget && misses < 2 && longest <= exact_split_widest_nodes &&
-         best->kept.figures.peak_bytes > floor && !widening.expired();
-         longest *= 2)
-      misses = split_from(node_set(g.size()), lowest_of_none->second, no_budget, longest,
-                          best->kept.figures.peak_bytes - 1,
-                          "nothing kept, on runs of up to " + std::to_string(longest) + " nodes,", widening)
-                   ? 0
-                   : misses + 1;
+    if (won && to_meet == no_budget) {
+      const time_budget widening = options.time.share(1, 4);
+      std::size_t misses = 0;
+      for (std::size_t longest = 2 * exact_split_stage_nodes; misses < 2 && longest <= exact_split_widest_nodes &&
+                                                              best->kept.figures.peak_bytes > floor && !widening.expired();
+           longest *= 2) {
+        const bool lower = split_from(node_set(g.size()), lowest_of_none->second, no_budget, longest,
+                                      best->kept.figures.peak_bytes - 1,
+                                      "nothing kept, on runs of up to " + std::to_string(longest) + " nodes,", widening);
+        misses = lower ? 0 : misses + 1;
+      }
+    }
   }
   if (best && !options.time.expired()) {
     const std::uint64_t within = to_meet == no_budget ? best->kept.figures.peak_bytes : to_meet;

@@ -33,7 +33,7 @@ inline constexpr std::size_t exact_keep_nothing_max_nodes = 2000;
 inline constexpr std::size_t exact_split_stage_nodes = 8;
 
 /// The longest runs `exact` widens that split to where longer runs keep
-/// lowering the peak (wide layered graphs); each doubling prices about
+/// lowering the peak (wide layered graphs); each doubling prices two to
 /// three times the stages (docs/results-solvers.md, "Wider runs where they
 /// pay").
 inline constexpr std::size_t exact_split_widest_nodes = 256;
