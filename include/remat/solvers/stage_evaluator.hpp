@@ -97,13 +97,19 @@ class stage_evaluator {
     }
   }
 
-  /// Consumer counts a caller that grows stages node by node keeps up to date
-  /// anyway; given them, evaluate() does not walk the consumers of every stage
-  /// and frontier node again (on DenseNet blocks that walk was half its time).
+  /// What a caller that grows stages node by node keeps up to date anyway;
+  /// given it, evaluate() does not walk the consumers of every stage and
+  /// frontier node again (on DenseNet blocks that walk was half its time),
+  /// nor run the forward phase again.
   struct consumer_counts {
     std::span<const std::uint32_t> outside;   ///< per stage node: consumers outside L ∪ V
     std::span<const std::uint32_t> in_base;   ///< per frontier node: consumers in L
     std::span<const std::uint32_t> in_stage;  ///< per frontier node: consumers in V
+    /// The highest the forward phase holds above the resident bytes, as
+    /// forward_step computes it: adding the largest node last, each step frees
+    /// the operands it was the last consumer of, so the walk's running figure
+    /// is exact.
+    std::uint64_t forward = 0;
   };
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
 
@@ -153,8 +159,8 @@ class stage_evaluator {
 
     // Which dropped nodes the stage's backward needs, and when each dies.
     for (std::size_t k = stage.size(); k-- > 0;) decide(stage[k]);
-    std::uint64_t live = 0, forward = 0;
-    for (node_id v : stage) forward_step(v, live, forward);
+    const std::uint64_t forward = counts ? counts->forward : forward_peak(stage);
+    REMAT_ASSERT(!counts || forward == forward_peak(stage));
     for (node_id x : stage)
       if (has(x, recomputed)) set_release(x);
 
@@ -515,6 +521,13 @@ class stage_evaluator {
     for (node_id p : g_.predecessors(v))
       if (last_consumer_[p] == v && in_v(p) && !has(p, kept)) live -= g_.bytes(p);
     if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
+  }
+
+  // The forward phase of a stage whose nodes are marked: the highest it holds.
+  std::uint64_t forward_peak(const std::vector<node_id>& stage) const {
+    std::uint64_t live = 0, forward = 0;
+    for (node_id v : stage) forward_step(v, live, forward);
+    return forward;
   }
 
   [[gnu::always_inline]] void recompute_step(node_id x, std::uint64_t& cur, std::uint64_t& peak) {

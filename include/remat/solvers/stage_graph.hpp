@@ -235,6 +235,7 @@ class stage_graph {
     const auto id = static_cast<std::uint32_t>(states_.size());
     buckets_[cardinality(st)].push_back(id);
     states_.push_back(std::move(st));
+    children_.emplace_back();
     min_kept_.push_back(unreachable);
     finish_floors_.push_back(floor_after(states_.back()));
     auto [slot, fresh] = index_.try_emplace(key, id);
@@ -302,16 +303,31 @@ class stage_graph {
   // Keeps one evaluated stage when it fits the bound from the source's least kept bytes.
   // `stage_key`: XOR of the stage's node keys.
   // `known`: the target if the caller has looked it up, else npos.
-  void record(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key, const stage_cost& cost,
-              std::uint32_t known = npos) {
+  // Returns the target, or npos when the stage was dropped before it was looked up.
+  std::uint32_t record(std::uint32_t from, const std::vector<node_id>& stage, std::uint64_t stage_key,
+                       const stage_cost& cost, std::uint32_t known = npos) {
     ++stats_.transitions;
     const std::uint64_t kept = min_kept_[from];
-    if (kept + cost.peak > bound_) return;
+    if (kept + cost.peak > bound_) return npos;
     const std::uint32_t to = known != npos ? known : find_target(from, stage, stage_key);
-    if (cannot_finish(to, kept + cost.kept_added)) return;
+    if (cannot_finish(to, kept + cost.kept_added)) return to;
     transitions_.push_back({from, to, cost.kept_added, cost.peak, cost.recompute});
     min_kept_[to] = std::min(min_kept_[to], kept + cost.kept_added);
+    return to;
   }
+
+  // The state P ∪ {a} when it is known to exist (else npos). A walk reaches
+  // each target by adding its largest stage node to the target one step
+  // before, so the states found that way are remembered per state: most
+  // lookups then scan a few entries instead of hashing the stage's key and
+  // comparing sets (on PSPNet's time objective the lookups took an eighth
+  // of the solve).
+  std::uint32_t child_of(std::uint32_t parent, node_id a) const {
+    for (const auto& [node, child] : children_[parent])
+      if (node == a) return child;
+    return npos;
+  }
+  void add_child(std::uint32_t parent, node_id a, std::uint32_t child) { children_[parent].push_back({a, child}); }
 
   // Whether no plan that reaches s holding `kept` bytes fits the bound.
   // Every kept value of L_s with a consumer in L_s lives through the later
@@ -388,6 +404,7 @@ class stage_graph {
       std::uint64_t released, read_dropped, forward, live, held, params_in_stage;
     };
     std::vector<node_id> stage;
+    std::vector<std::uint32_t> targets;  // per stage prefix: the state L ∪ prefix, npos if not known
     std::vector<undo_entry> undo;
     std::uint64_t read_dropped = 0, forward = 0, live = 0, stage_key = 0;
     std::vector<std::uint32_t>& outside = outside_;  // consumers outside L ∪ V, per stage node
@@ -400,7 +417,7 @@ class stage_graph {
       for (node_id s2 : g_.successors(u)) in_l += in_base(s2) ? 1 : 0;
       base_consumers_[u] = in_l;
     }
-    const stage_evaluator::consumer_counts counts{outside, base_consumers_, stage_consumers};
+    stage_evaluator::consumer_counts counts{outside, base_consumers_, stage_consumers};
 
     node_id next_prefix = pc.first;
     if (prefix_only)
@@ -410,6 +427,8 @@ class stage_graph {
     auto enter = [&](node_id a) {
       const bool in_order = !prefix_only || a == (stage.empty() ? next_prefix : next_after(stage.back()));
       undo.push_back({released, read_dropped, forward, live, held, params_in_stage});
+      const std::uint32_t parent = targets.empty() ? s : targets.back();
+      targets.push_back(npos);
       stage.push_back(a);
       stage_key ^= key_of_[a];
       params_in_stage += g_.params(a);
@@ -449,13 +468,19 @@ class stage_graph {
         return true;
       }
       // Existing targets let the evaluator reuse the tails of long stages.
-      const std::uint32_t known = existing_target(s, stage, stage_key);
+      std::uint32_t known = parent != npos ? child_of(parent, a) : npos;
+      const bool remembered = known != npos;
+      if (!remembered) known = existing_target(s, stage, stage_key);
+      counts.forward = forward;
       const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in, &counts, s, known);
-      record(s, stage, stage_key, cost, known);
+      const std::uint32_t to = record(s, stage, stage_key, cost, known);
+      targets.back() = to != npos ? to : known;
+      if (!remembered && parent != npos && targets.back() != npos) add_child(parent, a, targets.back());
       if (out_of_budget()) ok = false;
       return true;
     };
     auto leave = [&](node_id a) {
+      targets.pop_back();
       stage_key ^= key_of_[a];
       held = undo.back().held;
       params_in_stage = undo.back().params_in_stage;
@@ -594,6 +619,7 @@ class stage_graph {
   std::vector<std::uint64_t> key_of_, key_before_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;  // key → last state with it
   std::vector<std::uint32_t> same_key_next_;                // the state before it with the same key
+  std::vector<std::vector<std::pair<node_id, std::uint32_t>>> children_;  // per state: (a, state ∪ {a}) found so far
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<std::uint64_t> min_kept_;
   std::vector<finish_floor> finish_floors_;  // per state
