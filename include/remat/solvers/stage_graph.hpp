@@ -320,8 +320,7 @@ class stage_graph {
   // each target by adding its largest stage node to the target one step
   // before, so the states found that way are remembered per state: most
   // lookups then scan a few entries instead of hashing the stage's key and
-  // comparing sets (on PSPNet's time objective the lookups took an eighth
-  // of the solve).
+  // comparing sets.
   std::uint32_t child_of(std::uint32_t parent, node_id a) const {
     for (const auto& [node, child] : children_[parent])
       if (node == a) return child;
