@@ -95,12 +95,9 @@ TEST_CASE("exact on the 1,000-node layered graph: the same plan with a CPU hog o
 TEST_CASE("exact proves the 104-node layered graph's least stage peak within 1.2·10⁹ units; a general plan is lower") {
   // Most stages of a layered graph peak above the bound at the start of their
   // backward, before any evaluation, and many lower sets hold too much to
-  // finish within it: the programme skips both. Evaluating them all, it
-  // stopped at 10⁹ units with a plan of 157,080,576 bytes. The proof takes
-  // 762,602,860 units, 712,094,500 before the floor counted the gradients
-  // beside a branch (2026-11-28): its bounded rounds, growing from the floor
-  // by a quarter, now fail at 0.97× the optimum rather than 0.90×, and the
-  // stage programme's share of 10⁹ units no longer holds them.
+  // finish within it: the programme skips both. The limit leaves room above
+  // the proof's units (docs/results-solvers.md) for the bounded rounds, which
+  // grow from the floor by a quarter.
   const graph g = test::layered_dag(20);
   REQUIRE(g.size() == 104);
   solve_options stage_plans = by_work(1'200'000'000);

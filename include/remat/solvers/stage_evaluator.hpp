@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/graph/node_set.hpp>
+#include <remat/solvers/stage_steps.hpp>
 
 namespace remat::detail {
 
@@ -54,22 +54,10 @@ struct stage_cost {
 /// whole pieces pass down, the tail only on L ∪ V. Given ids for L and L ∪ V
 /// both are kept, so an evaluation composes three summaries instead of
 /// walking O(|V| + edges at V).
-class stage_evaluator {
+class stage_evaluator : public stage_steps {
  public:
   stage_evaluator(const graph& g, const series_decomposition& pieces, bool summarize_pieces = true)
-      : g_(g), pieces_(pieces), mark_(g.size(), 0), pending_(g.size(), 0),
-        release_(g.size(), 0), last_consumer_(g.size(), 0) {
-    first_reader_.assign(g.size(), no_reader);
-    read_by_backward_.assign(g.size(), 0);
-    for (node_id v = 0; v < g.size(); ++v) {
-      if (!g.successors(v).empty()) last_consumer_[v] = g.successors(v).back();
-      for (node_id s : g.successors(v))
-        if (reads_inputs(g.reads(s))) {
-          first_reader_[v] = s;
-          break;
-        }
-      read_by_backward_[v] = g.read_by_backward(v) ? 1 : 0;
-    }
+      : stage_steps(g), pieces_(pieces) {
     resident_ = g.param_bytes() + g.input_bytes();
     total_params_ = g.param_bytes();
     params_before_piece_.assign(pieces.pieces.size() + 1, 0);
@@ -110,7 +98,14 @@ class stage_evaluator {
     /// the operands it was the last consumer of, so the walk's running figure
     /// is exact.
     std::uint64_t forward = 0;
+    /// Per stage node, in the walk's order: an id for the stage ending there
+    /// (unique over the walk), and its least predecessor in the stage (or
+    /// no_node). Given them, a stage that extends an evaluated one by a
+    /// branch reading nothing of it is evaluated from that one's summary.
+    std::span<const std::uint64_t> prefix_ids;
+    std::span<const node_id> least_stage_read;
   };
+  static constexpr node_id no_node = std::numeric_limits<node_id>::max();
   static constexpr std::uint32_t no_state = std::numeric_limits<std::uint32_t>::max();
 
   /// `in_base(u)`: u ∈ L. `stage`: V ascending. `frontier`: the nodes of L
@@ -126,11 +121,32 @@ class stage_evaluator {
       const std::uint32_t i = pieces_.piece_of[stage.front()], j = pieces_.piece_of[stage.back()];
       if (j >= i + 3) return evaluate_long(in_base, stage, frontier, params_in_base, i, j, source, target);
     }
-    ++stamp_;
-    middle_lo_ = 1;
-    middle_hi_ = 0;
-    walked_last_ = stage.back();
-    for (node_id v : stage) mark(v, in_stage);
+    if (counts && !counts->prefix_ids.empty()) {
+      if (const std::size_t k = branch_start(stage, *counts); k != 0) {
+        const stage_cost out = evaluate_branch(stage, k, *counts);
+        // The check walks the stage again; it is not charged, so work units
+        // are the same with asserts as without.
+        const std::uint64_t walked = nodes_walked_;
+        REMAT_ASSERT(same_cost(out, evaluate_whole(in_base, stage, frontier, params_in_base, counts, false)));
+        nodes_walked_ = walked;
+        return out;
+      }
+    }
+    return evaluate_whole(in_base, stage, frontier, params_in_base, counts, true);
+  }
+
+ private:
+
+  static bool same_cost(const stage_cost& x, const stage_cost& y) {
+    return x.kept_added == y.kept_added && x.peak == y.peak && x.recompute == y.recompute;
+  }
+
+  // Walks every node of the stage. `remember`: keep its summary for the
+  // stages that extend it by a branch (walked stages only).
+  template <class InBase>
+  stage_cost evaluate_whole(InBase&& in_base, const std::vector<node_id>& stage, const std::vector<node_id>& frontier,
+                            std::uint64_t params_in_base, const consumer_counts* counts, bool remember) {
+    begin_walk(stage, stage.back());
     stage_cost out;
 
     // Backward start: later parameter gradients, gradient buffers of nodes with
@@ -164,41 +180,107 @@ class stage_evaluator {
     for (node_id x : stage)
       if (has(x, recomputed)) set_release(x);
 
-    std::uint64_t backward = 0;
-    recompute_phase(stage, cur, backward, out.recompute);
-    for (std::size_t k = stage.size(); k-- > 0;) backward_step(stage[k], cur, backward);
+    const std::uint64_t start = cur;
+    std::uint64_t recompute_peak = 0, backward_peak = 0;
+    const bool any = recompute_phase(stage, cur, recompute_peak, out.recompute);
+    const std::uint64_t recomputed_at = cur;
+    for (std::size_t k = stage.size(); k-- > 0;) backward_step(stage[k], cur, backward_peak);
+    const std::uint64_t backward = std::max(recompute_peak, backward_peak);
     out.peak = std::max(resident_ + forward, backward > released ? backward - released : 0);
+    if (remember && counts && !counts->prefix_ids.empty())
+      remember_walked(stage.size(), {counts->prefix_ids[stage.size() - 1], start, released,
+                                     phase_effect{any ? recompute_peak - start : 0, recomputed_at - start, any},
+                                     phase_effect{backward_peak - recomputed_at, cur - recomputed_at, true},
+                                     out.recompute, out.kept_added});
     return out;
   }
 
-  /// Stage and frontier nodes walked so far, a measure of the work done
-  /// (time_budget::charge).
-  std::uint64_t nodes_walked() const noexcept { return nodes_walked_; }
-
- private:
-  enum : std::uint8_t { in_stage = 1, kept = 2, alive = 4, grad = 8, recomputed = 16 };
-  static constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
-  // Effects are measured from a high base so that falls below the start stay representable.
-  static constexpr std::uint64_t base = std::uint64_t{1} << 62;
-
-  // A run of steps seen from the memory it starts at: the highest it reaches
-  // above it, and where it ends (modulo 2⁶⁴, so a fall wraps and adds back;
-  // comparisons between rises are signed for the same reason).
-  struct phase_effect {
-    std::uint64_t rise = 0, net = 0;
-    bool any = false;
-    void apply(std::uint64_t& memory, std::uint64_t& peak) const {
-      if (any) peak = std::max(peak, memory + rise);
-      memory += net;
-    }
-    // this run, then `next`
-    phase_effect then(const phase_effect& next) const {
-      if (!next.any) return {rise, net + next.net, any};
-      const std::uint64_t later = net + next.rise;
-      const bool higher = !any || static_cast<std::int64_t>(later) > static_cast<std::int64_t>(rise);
-      return {higher ? later : rise, net + next.net, true};
-    }
+  // A walked stage as the stages extending it see it: its backward's start
+  // (as evaluate's cur then), the kept bytes of L it releases, its recompute
+  // and backward phases from that start.
+  struct walked_run {
+    std::uint64_t prefix_id = 0;  // 0: none
+    std::uint64_t start = 0, released = 0;
+    phase_effect recompute, backward;
+    double recompute_time = 0;
+    std::uint64_t kept_added = 0;
   };
+  void remember_walked(std::size_t size, const walked_run& run) {
+    if (walked_.size() <= size) walked_.resize(size + 1);
+    walked_[size] = run;
+  }
+
+  // The longest prefix stage[0..k) (k ≥ 1) with a summary whose remaining
+  // nodes, at most max_branch of them, read none of its nodes; 0 if none.
+  // Such a branch (PSPNet's auxiliary head beside layer4) runs its phases
+  // apart from the prefix's: nodes are numbered in a topological order, so
+  // nothing in the prefix reads it either.
+  static constexpr std::size_t max_branch = 16;
+  std::size_t branch_start(const std::vector<node_id>& stage, const consumer_counts& counts) const {
+    node_id least = no_node;
+    for (std::size_t k = stage.size() - 1; k >= 1 && stage.size() - k <= max_branch; --k) {
+      least = std::min(least, counts.least_stage_read[k]);
+      if (least >= stage[k] && k < walked_.size() && walked_[k].prefix_id == counts.prefix_ids[k - 1]) return k;
+    }
+    return 0;
+  }
+
+  // The stage stage[0..k) summarised, then its branch stage[k..) walked on
+  // its own. The two share only nodes of L that both read (the branch's run
+  // starts where the prefix's would, their phases interleave in the same
+  // order as evaluate's steps): a value of L read by both has its gradient
+  // buffer by the prefix's backward either way, and the same consumers left
+  // there, so the prefix's phases are unchanged; the branch moves only the
+  // figures at the start of the values of L it reads.
+  stage_cost evaluate_branch(const std::vector<node_id>& stage, std::size_t k, const consumer_counts& counts) {
+    const walked_run prefix = walked_[k];
+    const std::span<const node_id> branch(stage.begin() + static_cast<std::ptrdiff_t>(k), stage.end());
+    begin_walk(branch, stage.back());
+    stage_cost out;
+    std::uint64_t params = 0, start = prefix.start;
+    enter_nodes(branch, [&](node_id v) { return counts.outside[v]; }, out.kept_added, params, start);
+    start -= params;
+    std::uint64_t released = prefix.released;
+    for (node_id v : branch)
+      for (node_id u : g_.predecessors(v)) {
+        if (g_.is_input(u) || has(u, in_stage) || has(u, alive)) continue;
+        // u ∈ L: without the branch, its consumers in the branch were outside L ∪ V
+        const std::uint32_t waiting = counts.in_base[u] + counts.in_stage[u];
+        std::uint32_t in_branch = 0;
+        for (node_id s : g_.successors(u)) in_branch += has(s, in_stage) ? 1 : 0;
+        const std::uint32_t without = waiting - in_branch;
+        const std::size_t consumers = g_.successors(u).size();
+        start -= without < consumers ? g_.bytes(u) : 0;
+        if (without == 0 && !reads_output(g_.reads(u))) released -= g_.bytes(u);
+        std::uint64_t ignored = 0;
+        frontier_start(u, waiting, start, ignored);  // waiting > 0: marks u alive
+        ++nodes_walked_;
+      }
+    for (std::size_t i = branch.size(); i-- > 0;) decide(branch[i]);
+    for (node_id x : branch)
+      if (has(x, recomputed)) set_release(x);
+    out.recompute = prefix.recompute_time;
+    std::uint64_t cur = base, peak = 0;
+    const bool any = recompute_phase(branch, cur, peak, out.recompute);
+    const phase_effect recompute = effect(cur, peak, any);
+    cur = base;
+    peak = 0;
+    for (std::size_t i = branch.size(); i-- > 0;) backward_step(branch[i], cur, peak);
+    const phase_effect backward = effect(cur, peak, true);
+    out.kept_added += prefix.kept_added;
+
+    std::uint64_t memory = start, highest = 0;
+    prefix.recompute.apply(memory, highest);
+    recompute.apply(memory, highest);
+    backward.apply(memory, highest);
+    prefix.backward.apply(memory, highest);
+    out.peak = std::max(resident_ + counts.forward, highest > released ? highest - released : 0);
+    remember_walked(stage.size(), {counts.prefix_ids[stage.size() - 1], start, released,
+                                   prefix.recompute.then(recompute), backward.then(prefix.backward), out.recompute,
+                                   out.kept_added});
+    return out;
+  }
+
   // Whole pieces between whole pieces, run by a stage that recomputes (or not)
   // the separator closing the highest of them.
   struct piece_run {
@@ -384,77 +466,6 @@ class stage_evaluator {
     middle_hi_ = 0;
   }
 
-  // Consumers of a stage node outside L ∪ V (none can be in L).
-  std::uint32_t consumers_outside(node_id v) const {
-    std::uint32_t outside = 0;
-    for (node_id s : g_.successors(v)) outside += in_v(s) ? 0 : 1;
-    return outside;
-  }
-
-  // Stage nodes (all already marked in_stage): which are kept for later
-  // stages, their parameter bytes, and what they hold when the backward starts.
-  template <class Outside>
-  void enter_nodes(std::span<const node_id> nodes, Outside&& outside_of, std::uint64_t& kept_added,
-                   std::uint64_t& params, std::uint64_t& start) {
-    for (node_id v : nodes) {
-      params += g_.params(v);
-      const std::uint32_t outside = outside_of(v);
-      if ((g_.successors(v).empty() && reads_output(g_.reads(v))) || outside > 0) {
-        mark(v, kept);
-        kept_added += g_.bytes(v);
-      }
-      stage_node_start(v, static_cast<std::uint32_t>(g_.successors(v).size()) - outside, start);
-    }
-  }
-
-  // Recomputes the marked nodes among `nodes`, in order; whether there were any.
-  bool recompute_phase(std::span<const node_id> nodes, std::uint64_t& cur, std::uint64_t& peak, double& time) {
-    bool any = false;
-    for (node_id x : nodes)
-      if (has(x, recomputed)) {
-        recompute_step(x, cur, peak);
-        time += g_.time(x);
-        any = true;
-      }
-    return any;
-  }
-
-  static phase_effect effect(std::uint64_t end, std::uint64_t peak, bool any) {
-    return phase_effect{any ? peak - base : 0, end - base, any};
-  }
-
-  // A node of L read by the stage (`waiting`: its consumers in L ∪ V): its
-  // gradient buffer if a consumer is already done, and whether it stays alive.
-  void frontier_start(node_id u, std::uint32_t waiting, std::uint64_t& cur, std::uint64_t& released) {
-    if (waiting < g_.successors(u).size()) {
-      cur += g_.bytes(u);
-      mark(u, grad);
-    }
-    if (waiting == 0 && !reads_output(g_.reads(u))) {
-      released += g_.bytes(u);
-    } else {
-      mark(u, alive);
-      pending_[u] = waiting;
-    }
-  }
-
-  // A stage node (`waiting`: its consumers in V) at the start of the backward.
-  void stage_node_start(node_id v, std::uint32_t waiting, std::uint64_t& cur) {
-    pending_[v] = waiting;
-    if (waiting < g_.successors(v).size()) {
-      cur += g_.bytes(v);
-      mark(v, grad);
-    }
-    if (has(v, kept) && (reads_output(g_.reads(v)) || waiting > 0)) {
-      cur += g_.bytes(v);
-      mark(v, alive);
-    }
-  }
-
-  void decide(node_id x) {
-    if (!has(x, kept) && needed(x)) mark(x, recomputed);
-  }
-
   // Pieces first..last for the stages of one source: all runs start at the
   // same piece, so each is the run below it with one piece on top, kept as
   // they are first needed (O(1) a stage instead of run_of's O(log)).
@@ -474,97 +485,6 @@ class stage_evaluator {
       from_.runs.push_back(next);
     }
     return from_.runs[last - first][closing];
-  }
-
-  bool in_v(node_id u) const {
-    return has(u, in_stage) || (middle_lo_ <= u && u <= middle_hi_ && !g_.is_input(u));
-  }
-
-  // The steps below run for every node of every stage evaluated; called out of
-  // line they cost the exact programme about a sixth of its time on graphs
-  // without whole pieces, hence always_inline.
-  // Only nodes up to walked_last_ (the largest node walked one by one) can be
-  // marked in this evaluation, and successors are sorted.
-  [[gnu::always_inline]] bool needed(node_id x) const {
-    if (read_by_backward_[x]) return true;
-    for (node_id s : g_.successors(x)) {
-      if (s > walked_last_) break;
-      if (has(s, recomputed)) return true;
-    }
-    return false;
-  }
-
-  // release_[x]: the backward after which x dies, or (as x + n) the recompute
-  // after which it dies.
-  [[gnu::always_inline]] void set_release(node_id x) {
-    if (reads_output(g_.reads(x))) {
-      release_[x] = x;
-      return;
-    }
-    if (first_reader_[x] != no_reader) {
-      release_[x] = first_reader_[x];
-      return;
-    }
-    node_id last_recompute = 0;
-    const auto consumers = g_.successors(x);
-    for (auto s = consumers.rbegin(); s != consumers.rend(); ++s)
-      if (*s <= walked_last_ && has(*s, recomputed)) {
-        last_recompute = *s;
-        break;
-      }
-    release_[x] = static_cast<std::uint64_t>(last_recompute) + g_.size();
-  }
-
-  [[gnu::always_inline]] void forward_step(node_id v, std::uint64_t& live, std::uint64_t& forward) const {
-    forward = std::max(forward, live + g_.bytes(v) + g_.workspace(v));
-    live += g_.bytes(v);
-    for (node_id p : g_.predecessors(v))
-      if (last_consumer_[p] == v && in_v(p) && !has(p, kept)) live -= g_.bytes(p);
-    if (g_.successors(v).empty() && !has(v, kept)) live -= g_.bytes(v);
-  }
-
-  // The forward phase of a stage whose nodes are marked: the highest it holds.
-  std::uint64_t forward_peak(const std::vector<node_id>& stage) const {
-    std::uint64_t live = 0, forward = 0;
-    for (node_id v : stage) forward_step(v, live, forward);
-    return forward;
-  }
-
-  [[gnu::always_inline]] void recompute_step(node_id x, std::uint64_t& cur, std::uint64_t& peak) {
-    peak = std::max(peak, cur + g_.bytes(x) + g_.workspace(x));
-    cur += g_.bytes(x);
-    mark(x, alive);
-    for (node_id p : g_.predecessors(x))
-      if (has(p, recomputed) && release_[p] == static_cast<std::uint64_t>(x) + g_.size()) {
-        cur -= g_.bytes(p);
-        unmark(p, alive);
-      }
-  }
-
-  [[gnu::always_inline]] void backward_step(node_id v, std::uint64_t& cur, std::uint64_t& peak) {
-    std::uint64_t allocated = g_.params(v) + (g_.successors(v).empty() ? g_.bytes(v) : 0);
-    for (node_id p : g_.predecessors(v))
-      if (!g_.is_input(p) && !has(p, grad)) {
-        mark(p, grad);
-        allocated += g_.bytes(p);
-      }
-    peak = std::max(peak, cur + allocated + g_.backward_workspace(v));
-    cur += allocated;
-    cur -= g_.bytes(v);  // v's gradient dies with its backward
-    if (has(v, alive)) {
-      cur -= g_.bytes(v);
-      unmark(v, alive);
-    }
-    for (node_id p : g_.predecessors(v)) {
-      if (g_.is_input(p)) continue;
-      --pending_[p];
-      if (!has(p, alive)) continue;
-      const bool dies = has(p, recomputed) ? release_[p] == v : pending_[p] == 0 && !reads_output(g_.reads(p));
-      if (dies) {
-        cur -= g_.bytes(p);
-        unmark(p, alive);
-      }
-    }
   }
 
   // Runs piece k as a whole piece of a stage whose backward recomputes (or
@@ -619,33 +539,7 @@ class stage_evaluator {
     return m;
   }
 
-  // mark_[v]: the stamp of the evaluation that last marked v, shifted, over
-  // its flags: one load tells whether a flag is set in this evaluation.
-  void mark(node_id v, std::uint8_t f) {
-    ++nodes_walked_;
-    if ((mark_[v] >> 8) != stamp_) mark_[v] = stamp_ << 8;
-    mark_[v] |= f;
-  }
-  void unmark(node_id v, std::uint8_t f) {
-    if ((mark_[v] >> 8) == stamp_) mark_[v] &= ~std::uint64_t{f};
-  }
-  bool has(node_id v, std::uint8_t f) const {
-    const std::uint64_t m = mark_[v];
-    return (m >> 8) == stamp_ && (m & f) != 0;
-  }
-
-  const graph& g_;
   const series_decomposition& pieces_;
-  std::vector<std::uint64_t> mark_;
-  std::vector<std::uint32_t> pending_;
-  std::vector<std::uint64_t> release_;
-  std::vector<node_id> last_consumer_;  // the largest consumer (0 for none)
-  static constexpr node_id no_reader = std::numeric_limits<node_id>::max();
-  std::vector<node_id> first_reader_;   // the least consumer whose backward reads its inputs
-  std::vector<std::uint8_t> read_by_backward_;
-  node_id walked_last_ = 0;
-  std::uint64_t stamp_ = 0;
-  std::uint64_t nodes_walked_ = 0;
   std::uint64_t resident_ = 0, total_params_ = 0;
   std::vector<std::uint64_t> params_before_piece_;
   std::vector<std::vector<std::array<piece_run, 2>>> runs_;  // empty: no summaries
@@ -661,7 +555,7 @@ class stage_evaluator {
   runs_from_memo from_;
   std::array<head_memo, 2> heads_;                 // by whether the whole pieces recompute the head's closing
   std::vector<std::pair<end_run, bool>> tails_;    // by target state; second: computed
-  node_id middle_lo_ = 1, middle_hi_ = 0;
+  std::vector<walked_run> walked_;                 // by stage size, for the walk's current stage
 };
 
 }  // namespace remat::detail

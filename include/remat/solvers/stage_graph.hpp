@@ -404,6 +404,8 @@ class stage_graph {
     };
     std::vector<node_id> stage;
     std::vector<std::uint32_t> targets;  // per stage prefix: the state L ∪ prefix, npos if not known
+    std::vector<std::uint64_t> prefix_ids;  // per stage prefix: an id unique over the enumeration
+    std::vector<node_id> least_reads;       // per stage node: its least predecessor in the stage
     std::vector<undo_entry> undo;
     std::uint64_t read_dropped = 0, forward = 0, live = 0, stage_key = 0;
     std::vector<std::uint32_t>& outside = outside_;  // consumers outside L ∪ V, per stage node
@@ -416,7 +418,7 @@ class stage_graph {
       for (node_id s2 : g_.successors(u)) in_l += in_base(s2) ? 1 : 0;
       base_consumers_[u] = in_l;
     }
-    stage_evaluator::consumer_counts counts{outside, base_consumers_, stage_consumers};
+    stage_evaluator::consumer_counts counts{outside, base_consumers_, stage_consumers, 0, {}, {}};
 
     node_id next_prefix = pc.first;
     if (prefix_only)
@@ -428,6 +430,8 @@ class stage_graph {
       undo.push_back({released, read_dropped, forward, live, held, params_in_stage});
       const std::uint32_t parent = targets.empty() ? s : targets.back();
       targets.push_back(npos);
+      prefix_ids.push_back(++prefixes_entered_);
+      least_reads.push_back(stage_evaluator::no_node);
       stage.push_back(a);
       stage_key ^= key_of_[a];
       params_in_stage += g_.params(a);
@@ -446,6 +450,7 @@ class stage_graph {
           if (base_consumers_[p] + stage_consumers[p] == g_.successors(p).size()) held -= g_.bytes(p);
           continue;
         }
+        least_reads.back() = std::min(least_reads.back(), p);
         held = held - start_of(p, outside[p]) + start_of(p, outside[p] - 1);
         if (--outside[p] == 0) {  // p stops being kept: it dies after a, and becomes recomputed if read
           live -= g_.bytes(p);
@@ -471,6 +476,8 @@ class stage_graph {
       const bool remembered = known != npos;
       if (!remembered) known = existing_target(s, stage, stage_key);
       counts.forward = forward;
+      counts.prefix_ids = prefix_ids;
+      counts.least_stage_read = least_reads;
       const stage_cost cost = evaluator_.evaluate(in_base, stage, frontier, params_in, &counts, s, known);
       const std::uint32_t to = record(s, stage, stage_key, cost, known);
       targets.back() = to != npos ? to : known;
@@ -480,6 +487,8 @@ class stage_graph {
     };
     auto leave = [&](node_id a) {
       targets.pop_back();
+      prefix_ids.pop_back();
+      least_reads.pop_back();
       stage_key ^= key_of_[a];
       held = undo.back().held;
       params_in_stage = undo.back().params_in_stage;
@@ -629,6 +638,7 @@ class stage_graph {
   std::vector<std::uint32_t> base_consumers_;  // per frontier node of the state expanded: consumers in it
   std::uint64_t clock_checks_ = 0;
   std::uint64_t walked_charged_ = 0;
+  std::uint64_t prefixes_entered_ = 0;  // stage prefixes the walks entered, for their ids
   dp_stats stats_;
 };
 
