@@ -208,26 +208,25 @@ class dp_engine : public stage_graph {
       }
       if (!two_dimensional && !pending_[t.from].empty()) settle(t.from);
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;
-      const std::vector<std::uint32_t>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
+      const std::vector<front_entry>& front = fronts_[t.from];  // push_label only touches t.to ≠ t.from
       auto first = front.begin(), last = front.end();
       if (two_dimensional) {
         // The staircase rises in kept bytes and falls in recompute, and each
         // test that drops a label cuts one end of it: search for the rest. A
         // flat label dominates by more than rounding (the two may finish on
         // different stages).
-        first = std::partition_point(first, last, [&](std::uint32_t i) {
-          const double r = labels_[i].recompute;
+        first = std::partition_point(first, last, [&](const front_entry& e) {
+          const double r = e.recompute;
           return saves_recompute(flat_best[t.from], r) ||
                  r + t.recompute + least_left[t.to] > recompute_bound * (1 + 1e-12) + 1e-300;
         });
-        last = std::partition_point(first, last, [&](std::uint32_t i) {
-          const std::uint64_t k = labels_[i].kept;
+        last = std::partition_point(first, last, [&](const front_entry& e) {
+          const std::uint64_t k = e.kept;
           return k + t.peak <= budget && k + t.kept_added <= most_kept[t.to];
         });
       }
       for (auto at = first; at != last; ++at) {
-        const std::uint32_t i = *at;
-        const dp_label x = labels_[i];
+        const front_entry x = *at;
         const std::uint64_t next_kept = x.kept + t.kept_added;
         std::uint64_t peak = std::max(x.peak, x.kept + t.peak);
         if (!two_dimensional && least_rest[t.to] != unreachable) peak = std::max(peak, next_kept + least_rest[t.to]);
@@ -243,7 +242,7 @@ class dp_engine : public stage_graph {
           if (saves_recompute(flat_best[t.to], recompute)) continue;
           if (flat[t.to] && next_kept <= flat_kept[t.to]) flat_best[t.to] = std::min(flat_best[t.to], recompute);
         }
-        push_label(t.to, {next_kept, peak, recompute, t.to, i});
+        push_label(t.to, {next_kept, peak, recompute, t.to, x.label});
         if (time_is_up()) break;  // a three-dimensional push can settle a front of thousands
       }
       if (labels_.size() + pending_total_ > options_.max_labels || time_is_up()) {
@@ -253,7 +252,7 @@ class dp_engine : public stage_graph {
     }
     if (!two_dimensional && !pending_[final].empty()) settle(final);
     std::vector<dp_label> out;
-    for (std::uint32_t i : fronts_[final]) out.push_back(labels_[i]);
+    for (const front_entry& e : fronts_[final]) out.push_back(labels_[e.label]);
     stats_.labels = labels_.size();
     return out;
   }
@@ -340,19 +339,19 @@ class dp_engine : public stage_graph {
   void push_label(std::uint32_t s, dp_label label) {
     auto& front = fronts_[s];
     if (two_dimensional_) {
-      auto kept_less = [&](std::uint32_t i, std::uint64_t kept) { return labels_[i].kept < kept; };
+      auto kept_less = [](const front_entry& e, std::uint64_t kept) { return e.kept < kept; };
       auto at = std::lower_bound(front.begin(), front.end(), label.kept, kept_less);
       // the label before (less kept) or at the same kept bytes may dominate
-      if (at != front.end() && labels_[*at].kept == label.kept && labels_[*at].recompute <= label.recompute) return;
-      if (at != front.begin() && labels_[*(at - 1)].recompute <= label.recompute) return;
+      if (at != front.end() && at->kept == label.kept && at->recompute <= label.recompute) return;
+      if (at != front.begin() && (at - 1)->recompute <= label.recompute) return;
       auto end = at;
-      while (end != front.end() && labels_[*end].recompute >= label.recompute) ++end;
-      const auto index = static_cast<std::uint32_t>(labels_.size());
+      while (end != front.end() && end->recompute >= label.recompute) ++end;
+      const front_entry entry = entry_of(label, static_cast<std::uint32_t>(labels_.size()));
       labels_.push_back(label);
       if (end == at) {
-        front.insert(at, index);
+        front.insert(at, entry);
       } else {
-        *at = index;
+        *at = entry;
         front.erase(at + 1, end);
       }
       return;
@@ -386,11 +385,11 @@ class dp_engine : public stage_graph {
       dp_label label;
       std::uint32_t index;  // in labels_, or npos while pending
     };
-    std::vector<std::uint32_t>& front = fronts_[s];
+    std::vector<front_entry>& front = fronts_[s];
     std::vector<dp_label>& pending = pending_[s];
     std::vector<candidate> candidates;
     candidates.reserve(front.size() + pending.size());
-    for (std::uint32_t i : front) candidates.push_back({labels_[i], i});
+    for (const front_entry& e : front) candidates.push_back({labels_[e.label], e.label});
     for (const dp_label& l : pending) candidates.push_back({l, npos});
     pending_total_ -= pending.size();
     pending = {};
@@ -411,9 +410,9 @@ class dp_engine : public stage_graph {
       while (last != staircase.end() && last->second >= recompute) ++last;
       staircase.emplace_hint(staircase.erase(first, last), peak, recompute);
       if (c.index != npos) {
-        front.push_back(c.index);
+        front.push_back(entry_of(c.label, c.index));
       } else {
-        front.push_back(static_cast<std::uint32_t>(labels_.size()));
+        front.push_back(entry_of(c.label, static_cast<std::uint32_t>(labels_.size())));
         labels_.push_back(c.label);
       }
     }
@@ -522,8 +521,19 @@ class dp_engine : public stage_graph {
   bool two_dimensional_ = true;
   bool labels_capped_ = false;
 
+  // A front holds its labels' figures beside their index: the label loop
+  // and push_label then read a state's front as one run of memory rather
+  // than one label store lookup per label.
+  struct front_entry {
+    std::uint64_t kept;
+    std::uint64_t peak;
+    double recompute;
+    std::uint32_t label;  // in labels_
+  };
+  static front_entry entry_of(const dp_label& l, std::uint32_t index) { return {l.kept, l.peak, l.recompute, index}; }
+
   block_vector<dp_label> labels_;
-  std::vector<std::vector<std::uint32_t>> fronts_;
+  std::vector<std::vector<front_entry>> fronts_;
   std::vector<std::vector<dp_label>> pending_;  // three-dimensional labels not yet settled, per state
   std::uint64_t pending_total_ = 0;
 };
