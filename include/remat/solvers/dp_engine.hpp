@@ -252,7 +252,7 @@ class dp_engine : public stage_graph {
     }
     if (!two_dimensional && !pending_[final].empty()) settle(final);
     std::vector<dp_label> out;
-    for (const front_entry& e : fronts_[final]) out.push_back(labels_[e.label]);
+    for (const front_entry& e : fronts_[final]) out.push_back(label_of(e));
     stats_.labels = labels_.size();
     return out;
   }
@@ -347,7 +347,7 @@ class dp_engine : public stage_graph {
       auto end = at;
       while (end != front.end() && end->recompute >= label.recompute) ++end;
       const front_entry entry = entry_of(label, static_cast<std::uint32_t>(labels_.size()));
-      labels_.push_back(label);
+      labels_.push_back({label.state, label.previous});
       if (end == at) {
         front.insert(at, entry);
       } else {
@@ -389,7 +389,7 @@ class dp_engine : public stage_graph {
     std::vector<dp_label>& pending = pending_[s];
     std::vector<candidate> candidates;
     candidates.reserve(front.size() + pending.size());
-    for (const front_entry& e : front) candidates.push_back({labels_[e.label], e.label});
+    for (const front_entry& e : front) candidates.push_back({label_of(e), e.label});
     for (const dp_label& l : pending) candidates.push_back({l, npos});
     pending_total_ -= pending.size();
     pending = {};
@@ -413,7 +413,7 @@ class dp_engine : public stage_graph {
         front.push_back(entry_of(c.label, c.index));
       } else {
         front.push_back(entry_of(c.label, static_cast<std::uint32_t>(labels_.size())));
-        labels_.push_back(c.label);
+        labels_.push_back({c.label.state, c.label.previous});
       }
     }
   }
@@ -521,18 +521,25 @@ class dp_engine : public stage_graph {
   bool two_dimensional_ = true;
   bool labels_capped_ = false;
 
-  // A front holds its labels' figures beside their index: the label loop
-  // and push_label then read a state's front as one run of memory rather
-  // than one label store lookup per label.
+  // A label's figures live in its state's front, so the label loop and
+  // push_label read a front as one run of memory; the store keeps only what
+  // leads back to the start.
   struct front_entry {
     std::uint64_t kept;
     std::uint64_t peak;
     double recompute;
     std::uint32_t label;  // in labels_
   };
+  struct label_link {
+    std::uint32_t state, previous;
+  };
   static front_entry entry_of(const dp_label& l, std::uint32_t index) { return {l.kept, l.peak, l.recompute, index}; }
+  dp_label label_of(const front_entry& e) const {
+    const label_link link = labels_[e.label];
+    return {e.kept, e.peak, e.recompute, link.state, link.previous};
+  }
 
-  block_vector<dp_label> labels_;
+  block_vector<label_link> labels_;
   std::vector<std::vector<front_entry>> fronts_;
   std::vector<std::vector<dp_label>> pending_;  // three-dimensional labels not yet settled, per state
   std::uint64_t pending_total_ = 0;

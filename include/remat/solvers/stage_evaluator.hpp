@@ -136,7 +136,6 @@ class stage_evaluator : public stage_steps {
   }
 
  private:
-
   static bool same_cost(const stage_cost& x, const stage_cost& y) {
     return x.kept_added == y.kept_added && x.peak == y.peak && x.recompute == y.recompute;
   }
