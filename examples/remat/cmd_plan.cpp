@@ -146,6 +146,10 @@ void add_plan_command(CLI::App& app) {
                                     : order == "consumers-first" ? "a value's readers run right after it"
                                     : order == "last-written-first"
                                         ? "of the nodes ready, the one the file lists last runs first"
+                                    : order == "fewest-gradients"
+                                        ? "backward first where it adds the fewest gradient bytes"
+                                    : order == "consumers-first over fewest-gradients"
+                                        ? "a value's readers right after it, from the fewest-gradients order"
                                         : "a topological order of the plan's own";
     out.row("order", order + " (" + order_words + ")", order);
     if (so.goal == objective::memory && s.peak_lower_bound > 0) {

@@ -180,4 +180,22 @@ TEST_CASE("the last-written-first order runs the ready node the file lists last,
   check_on_random_dags([](const graph& r, const precedence& c) { return last_written_first_order(r, c); });
 }
 
+TEST_CASE("the fewest-gradients order runs backward first what adds the fewest gradient bytes") {
+  // Two branches from x, p (large) and q (small), each shrunk before y. In
+  // the graph's order the backward reaches p2 before q, holding q's gradient
+  // beside p's (120 bytes); backward first where it adds least, q's backward
+  // runs before p2's, which then holds p's gradient alone beside its own (110).
+  const graph g = test::build("branches", {{"x", "input", {}, 10},
+                                           {"p", "conv2d", {"x"}, 100, backward_reads::inputs},
+                                           {"q", "conv2d", {"x"}, 10, backward_reads::inputs},
+                                           {"p2", "conv2d", {"p"}, 10, backward_reads::inputs},
+                                           {"q2", "conv2d", {"q"}, 10, backward_reads::inputs},
+                                           {"y", "add", {"p2", "q2"}, 10}});
+  std::vector<std::string> names;
+  for (node_id v : fewest_gradients_order(g)) names.push_back(g.node_name(v));
+  CHECK(names == std::vector<std::string>{"x", "p", "p2", "q", "q2", "y"});
+  CHECK(is_id_order(fewest_gradients_order(test::chain())));
+  check_on_random_dags([](const graph& r, const precedence& c) { return fewest_gradients_order(r, c); });
+}
+
 }  // TEST_SUITE

@@ -191,6 +191,20 @@ TEST_CASE("exact on random DAGs past 16 computed nodes: general plans only below
   CHECK(general > 0);
 }
 
+TEST_CASE("exact on AmoebaNet: keeping nothing splits best in the consumers-first order over fewest-gradients") {
+  // Keeping nothing peaks lowest in that order of the four tried, and the
+  // stages split there give the lowest plan exact finds on AmoebaNet
+  // (docs/results-solvers.md, "Single-level schedules of one order, by MILP").
+  const graph g = zoo::build("amoebanet-cifar10");
+  const solution exact = run(g, method::exact);
+  CHECK(exact.produced_by == "stage split");
+  CHECK(order_name(g, exact.best.order) == "consumers-first over fewest-gradients");
+  CHECK(exact.message.find("the consumers-first over fewest-gradients order") != std::string::npos);
+  CHECK(exact.claimed_peak == 170'642'384);
+  CHECK(simulate(g, exact.best.steps).peak_bytes == exact.claimed_peak);
+  CHECK(exact.claimed_peak >= exact.peak_lower_bound);
+}
+
 TEST_CASE("exact on DARTS: keeping nothing, the stages split where they hold least") {
   const graph g = zoo::build("darts-cifar10");
   const solution exact = run(g, method::exact);

@@ -12,8 +12,9 @@
 /// chain at once until the chain's output is smaller than that value, so the
 /// large value dies early, and a stage boundary placed there keeps the smaller
 /// outputs instead (a NAS cell's large output read by chains that shrink
-/// it). docs/results-solvers.md has what it changes on the zoo; neither
-/// order is better on every graph.
+/// it). fewest_gradients_order and last_written_first_order are others.
+/// docs/results-solvers.md has what they change on the zoo; no order is
+/// better on every graph.
 ///
 /// Every solver works in the graph's id order. To solve in another order, run
 /// it on reorder_graph(g, order), whose ids follow that order, and map the
@@ -164,6 +165,63 @@ inline std::vector<node_id> last_written_first_order(const graph& g, const prece
   }
   REMAT_ASSERT(order.size() == n);  // the edges and the constraints (id-ascending) form no cycle
   return order;
+}
+
+/// The reverse of a backward order built greedily to hold few gradient
+/// bytes: Kahn's algorithm from the sinks over g's edges and `constraints`
+/// runs next, of the nodes whose consumers' backwards have all run, the one
+/// whose backward adds the fewest bytes of gradients (the buffers it creates
+/// for computed operands that have none, less its own gradient, which it
+/// ends), the largest id on a tie. Gradient buffers are what every plan
+/// holds at its backwards whatever it recomputes, and on layered graphs,
+/// where many values wait for several consumers' backwards, the graph's
+/// order can hold a few more of them at once (docs/results-solvers.md,
+/// "Single-level schedules of one order, by MILP"). Deterministic.
+/// Complexity: O((n + m) log n + Σ_v indegree(v)²): a node's figure is
+/// recounted each time one of its operands gains a buffer.
+inline std::vector<node_id> fewest_gradients_order(const graph& g, const precedence& constraints = {}) {
+  const std::size_t n = g.size();
+  std::vector<std::size_t> waiting(n, 0);  // consumers (and constrained later nodes) not yet run backward
+  std::vector<char> buffered(n, 0), placed(n, 0);
+  auto added = [&](node_id v) {
+    std::int64_t bytes = buffered[v] ? -static_cast<std::int64_t>(g.bytes(v)) : 0;
+    for (node_id p : g.predecessors(v))
+      if (!g.is_input(p) && !buffered[p]) bytes += static_cast<std::int64_t>(g.bytes(p));
+    return bytes;
+  };
+  // Fewest bytes first, then the largest id. A node's figure only falls (its
+  // operands gain buffers), and each fall pushes a fresh entry, so an entry
+  // whose figure is stale is skipped.
+  using entry = std::pair<std::int64_t, node_id>;
+  auto later = [](const entry& a, const entry& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  std::priority_queue<entry, std::vector<entry>, decltype(later)> ready(later);
+  for (std::size_t v = 0; v < n; ++v) {
+    waiting[v] = g.successors(v).size() + (constraints.empty() ? 0 : constraints.after[v].size());
+    if (waiting[v] == 0) ready.emplace(added(static_cast<node_id>(v)), static_cast<node_id>(v));
+  }
+  auto release = [&](node_id u) {
+    if (--waiting[u] == 0) ready.emplace(added(u), u);
+  };
+  std::vector<node_id> backward;
+  backward.reserve(n);
+  while (!ready.empty()) {
+    const auto [bytes, v] = ready.top();
+    ready.pop();
+    if (placed[v] || bytes != added(v)) continue;
+    placed[v] = 1;
+    backward.push_back(v);
+    for (node_id p : g.predecessors(v)) {
+      if (g.is_input(p) || buffered[p]) continue;
+      buffered[p] = 1;
+      for (node_id s : g.successors(p))
+        if (waiting[s] == 0 && !placed[s]) ready.emplace(added(s), s);
+    }
+    for (node_id p : g.predecessors(v)) release(p);
+    if (!constraints.empty())
+      for (node_id u : constraints.before[v]) release(u);
+  }
+  REMAT_ASSERT(backward.size() == n);  // the edges and the constraints (id-ascending) form no cycle
+  return {backward.rbegin(), backward.rend()};
 }
 
 /// True when `order` is g's id order (or empty, which means the same).

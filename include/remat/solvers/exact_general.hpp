@@ -51,8 +51,9 @@ inline general_plan keep_nothing(const graph& g, std::vector<node_id> order) {
 }
 
 // The orders `exact` keeps nothing in and splits stages over: the one asked
-// for, or for `best` and `automatic` the graph's, consumers-first and
-// last-written-first orders (each where it differs from those before it).
+// for, or for `best` and `automatic` the graph's, consumers-first,
+// last-written-first, fewest-gradients and consumers-first over
+// fewest-gradients orders (each where it differs from those before it).
 inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exact_options& options) {
   std::vector<std::vector<node_id>> orders;
   if (options.order == order_choice::consumers_first) {
@@ -62,7 +63,9 @@ inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exac
   orders.emplace_back();
   if (options.order == order_choice::graph) return orders;
   for (std::vector<node_id> other : {consumers_first(g, options.preserve_gradient_order),
-                                     last_written_first(g, options.preserve_gradient_order)}) {
+                                     last_written_first(g, options.preserve_gradient_order),
+                                     fewest_gradients(g, options.preserve_gradient_order),
+                                     consumers_first_over_fewest_gradients(g, options.preserve_gradient_order)}) {
     const bool known = is_id_order(other) || std::ranges::find(orders, other) != orders.end();
     if (!known) orders.push_back(std::move(other));
   }

@@ -38,14 +38,34 @@ inline std::vector<node_id> last_written_first(const graph& g, bool preserve_gra
   return last_written_first_order(g, preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
 }
 
+/// The fewest-gradients order of g, kept within the gradient-order
+/// constraints when `preserve_gradient_order`.
+inline std::vector<node_id> fewest_gradients(const graph& g, bool preserve_gradient_order) {
+  return fewest_gradients_order(g, preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
+}
+
+/// The consumers-first order of g renumbered in the fewest-gradients order,
+/// as an order of g. That order keeps the consumers of every constrained
+/// value in id order, so the renumbered graph's constraints are g's.
+inline std::vector<node_id> consumers_first_over_fewest_gradients(const graph& g, bool preserve_gradient_order) {
+  const std::vector<node_id> base = fewest_gradients(g, preserve_gradient_order);
+  std::vector<node_id> order = consumers_first(reorder_graph(g, base), preserve_gradient_order);
+  for (node_id& v : order) v = base[v];
+  return order;
+}
+
 /// What the orders of this file call `order` on g: "graph" (empty or the id
-/// order), "consumers-first", "last-written-first" (with or without the
+/// order), "consumers-first", "last-written-first", "fewest-gradients",
+/// "consumers-first over fewest-gradients" (with or without the
 /// gradient-order constraints), else "other".
 inline std::string order_name(const graph& g, std::span<const node_id> order) {
   if (is_id_order(order)) return "graph";
   for (bool preserve : {true, false}) {
     if (std::ranges::equal(order, consumers_first(g, preserve))) return "consumers-first";
     if (std::ranges::equal(order, last_written_first(g, preserve))) return "last-written-first";
+    if (std::ranges::equal(order, fewest_gradients(g, preserve))) return "fewest-gradients";
+    if (std::ranges::equal(order, consumers_first_over_fewest_gradients(g, preserve)))
+      return "consumers-first over fewest-gradients";
   }
   return "other";
 }
