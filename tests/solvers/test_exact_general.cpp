@@ -192,7 +192,7 @@ TEST_CASE("exact on random DAGs past 16 computed nodes: general plans only below
 }
 
 TEST_CASE("exact on AmoebaNet: keeping nothing splits best in the consumers-first order over fewest-gradients") {
-  // Keeping nothing peaks lowest in that order of the four tried, and the
+  // Keeping nothing peaks lowest in that order of the five tried, and the
   // stages split there give the lowest plan exact finds on AmoebaNet
   // (docs/results-solvers.md, "Single-level schedules of one order, by MILP").
   const graph g = zoo::build("amoebanet-cifar10");

@@ -168,8 +168,8 @@ inline std::vector<node_id> last_written_first_order(const graph& g, const prece
 }
 
 /// The reverse of a backward order built greedily to hold few gradient
-/// bytes: Kahn's algorithm from the sinks over g's edges and `constraints`
-/// runs next, of the nodes whose consumers' backwards have all run, the one
+/// bytes. Kahn's algorithm from the sinks over g's edges and `constraints`
+/// takes next, of the nodes whose consumers' backwards have all run, the one
 /// whose backward adds the fewest bytes of gradients (the buffers it creates
 /// for computed operands that have none, less its own gradient, which it
 /// ends), the largest id on a tie. Gradient buffers are what every plan

@@ -62,10 +62,11 @@ inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exac
   }
   orders.emplace_back();
   if (options.order == order_choice::graph) return orders;
-  for (std::vector<node_id> other : {consumers_first(g, options.preserve_gradient_order),
-                                     last_written_first(g, options.preserve_gradient_order),
-                                     fewest_gradients(g, options.preserve_gradient_order),
-                                     consumers_first_over_fewest_gradients(g, options.preserve_gradient_order)}) {
+  const bool preserve = options.preserve_gradient_order;
+  std::vector<node_id> fewest = fewest_gradients(g, preserve);
+  std::vector<node_id> over_fewest = consumers_first_over(g, fewest, preserve);
+  for (std::vector<node_id> other : {consumers_first(g, preserve), last_written_first(g, preserve),
+                                     std::move(fewest), std::move(over_fewest)}) {
     const bool known = is_id_order(other) || std::ranges::find(orders, other) != orders.end();
     if (!known) orders.push_back(std::move(other));
   }

@@ -44,11 +44,12 @@ inline std::vector<node_id> fewest_gradients(const graph& g, bool preserve_gradi
   return fewest_gradients_order(g, preserve_gradient_order ? gradient_order_constraints(g) : precedence{});
 }
 
-/// The consumers-first order of g renumbered in the fewest-gradients order,
-/// as an order of g. That order keeps the consumers of every constrained
-/// value in id order, so the renumbered graph's constraints are g's.
-inline std::vector<node_id> consumers_first_over_fewest_gradients(const graph& g, bool preserve_gradient_order) {
-  const std::vector<node_id> base = fewest_gradients(g, preserve_gradient_order);
+/// The consumers-first order of g renumbered in `base` (its fewest-gradients
+/// order), as an order of g. That order keeps the consumers of every
+/// constrained value in id order, so the renumbered graph's constraints are
+/// g's.
+inline std::vector<node_id> consumers_first_over(const graph& g, const std::vector<node_id>& base,
+                                                 bool preserve_gradient_order) {
   std::vector<node_id> order = consumers_first(reorder_graph(g, base), preserve_gradient_order);
   for (node_id& v : order) v = base[v];
   return order;
@@ -63,8 +64,9 @@ inline std::string order_name(const graph& g, std::span<const node_id> order) {
   for (bool preserve : {true, false}) {
     if (std::ranges::equal(order, consumers_first(g, preserve))) return "consumers-first";
     if (std::ranges::equal(order, last_written_first(g, preserve))) return "last-written-first";
-    if (std::ranges::equal(order, fewest_gradients(g, preserve))) return "fewest-gradients";
-    if (std::ranges::equal(order, consumers_first_over_fewest_gradients(g, preserve)))
+    const std::vector<node_id> fewest = fewest_gradients(g, preserve);
+    if (std::ranges::equal(order, fewest)) return "fewest-gradients";
+    if (std::ranges::equal(order, consumers_first_over(g, fewest, preserve)))
       return "consumers-first over fewest-gradients";
   }
   return "other";
