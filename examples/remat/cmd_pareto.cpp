@@ -80,7 +80,7 @@ void add_pareto_command(CLI::App& app) {
     fmt::print("{:>14}  {:>12}  {:>9}\n", "peak", "recompute s", "overhead");
     for (const auto& p : r.points)
       fmt::print("{:>14}  {:>12.6g}  {:>8.1f}%{}\n", format_bytes(p.peak), p.recompute, 100.0 * p.recompute / plain,
-                 p.least_recompute ? "" : "  (least-kept plan; recompute not minimised)");
+                 p.least_recompute ? "" : "  (stand-in plan; recompute not minimised)");
     fmt::print("regular training: {}, no recompute\n", format_bytes(regular.peak_bytes));
   });
 }

@@ -257,6 +257,37 @@ TEST_CASE("a cap stops the search with the best plan found, never an exception")
   CHECK(!r.complete);
 }
 
+TEST_CASE("past the label cap the plan is the labels' beam plan where it recomputes less than the least-kept chain") {
+  // With the beam started early and the cap low, the labels stop before the
+  // end; the least-kept chain recomputes 12 times the optimum here, the beam's
+  // plan meets it.
+  const graph g = zoo::build("resnet34");
+  const dp_result least = solve_dp(g, dp_family::exact, {});
+  for (const double times : {1.5, 2.0}) {
+    CAPTURE(times);
+    dp_options within;
+    within.goal = objective::time;
+    within.budget = static_cast<std::uint64_t>(static_cast<double>(least.result.claimed_peak) * times);
+    const dp_result full = solve_dp(g, dp_family::exact, within);
+    REQUIRE(full.result.status == solve_status::optimal);
+    dp_options capped = within;
+    capped.max_labels = 200;
+    capped.recompute_floor_after = 64;
+    const dp_result r = solve_dp(g, dp_family::exact, capped);
+    REQUIRE(r.labels_capped);
+    detail::dp_engine engine(g, capped);
+    REQUIRE(engine.enumerate(dp_family::exact, capped.budget));
+    const double least_kept = engine.chain_figures(engine.least_kept_path(capped.budget, *engine.final_state())).second;
+    CHECK(r.result.status == solve_status::feasible);
+    CHECK(r.result.message.find("label cap") != std::string::npos);
+    CHECK(r.result.figures.peak_bytes <= within.budget);
+    CHECK(r.result.figures.peak_bytes == r.result.claimed_peak);
+    CHECK(r.result.figures.recompute_time == doctest::Approx(r.result.claimed_recompute).epsilon(1e-12));
+    CHECK(r.result.claimed_recompute >= full.result.claimed_recompute * (1 - 1e-12));
+    CHECK(r.result.claimed_recompute < least_kept / 2);
+  }
+}
+
 TEST_CASE("stage costs from piece summaries (and from the heads and tails they reuse) equal those walked node by node") {
   // Series graphs with many pieces: narrow random DAGs (integer times, so
   // recompute sums are exact), chains, and ResNet-like blocks.

@@ -116,7 +116,7 @@ TEST_CASE("a sample whose labels outgrow the cap gets a least-kept plan within i
     CHECK(without.plans[i].least_recompute);
     CHECK(without.plans[i].peak == with.plans[i].peak);
   }
-  CHECK(detail::sampled_message(true, true, false, 2).find("except 2 least-kept plans") != std::string::npos);
+  CHECK(detail::sampled_message(true, true, false, 2).find("except 2 stand-in plans") != std::string::npos);
 }
 
 TEST_CASE("in both orders the frontier merges the two: each point is its order's plan, and neither frontier beats it") {

@@ -206,8 +206,9 @@ inline dp_result solve_dp(const graph& g, dp_family family, const dp_options& op
     front = engine.labels_within(budget, *final, true);
   }
   if (front.empty()) {
-    // No labels (peak only, or the label cap): a least-kept plan within the budget.
-    const std::vector<std::uint32_t> chain = engine.least_kept_path(budget, *final);
+    // No labels (peak only, or the label cap): a least-kept plan within the
+    // budget, or the label phase's beam plan where it recomputes less.
+    const std::vector<std::uint32_t> chain = engine.stand_in_chain(budget, *final);
     const auto [peak, recompute] = engine.chain_figures(chain);
     sol.claimed_peak = peak;
     sol.claimed_recompute = recompute;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -103,6 +104,19 @@ class dp_engine : public stage_graph {
     return chain;
   }
 
+  /// The plan to stand in where the labels stopped at their cap or the time
+  /// limit: of the least-kept chain within `budget` and the chain the last
+  /// label phase's beam found within it (if it ran), the one that recomputes
+  /// less (empty if neither exists). The beam's plan is a real one, often
+  /// near the optimum; the least-kept chain may recompute far more than a
+  /// plan found at a smaller budget.
+  std::vector<std::uint32_t> stand_in_chain(std::uint64_t budget, std::uint32_t final) {
+    std::vector<std::uint32_t> chain = least_kept_path(budget, final);
+    if (beam_budget_ != budget || beam_chain_.empty()) return chain;
+    if (chain.empty() || chain_figures(beam_chain_).second < chain_figures(chain).second) return beam_chain_;
+    return chain;
+  }
+
   /// The figures of a chain of states (the stages between them).
   std::pair<std::uint64_t, double> chain_figures(const std::vector<std::uint32_t>& chain) const {
     std::uint64_t kept = 0, peak = resident_;  // what an empty chain holds
@@ -130,6 +144,7 @@ class dp_engine : public stage_graph {
                                       double known_recompute = std::numeric_limits<double>::infinity()) {
     two_dimensional_ = two_dimensional;
     labels_capped_ = false;
+    beam_chain_.clear();
     // Backward over the kept stages: the largest kept bytes from which each
     // state can still finish within the budget, and the least recompute left.
     const std::size_t count = states_.size();
@@ -203,6 +218,7 @@ class dp_engine : public stage_graph {
         left = recompute_floor(*this, budget, final, finishes, most_kept);
         std::uint64_t extended = 0;
         recompute_bound = std::min(recompute_bound, beam_recompute(budget, final, most_kept, left, extended));
+        beam_budget_ = budget;
         if (options_.time.charge(left.steps() * floor_step_work + extended * beam_step_work))
           stats_.time_limit_reached = true;
       }
@@ -280,7 +296,7 @@ class dp_engine : public stage_graph {
       }
       out.all = false;
       if (!stand_in) return false;
-      const std::vector<std::uint32_t> chain = least_kept_path(within, final);
+      const std::vector<std::uint32_t> chain = stand_in_chain(within, final);
       if (chain.empty()) return false;
       const auto [peak, recompute] = chain_figures(chain);
       out.plans.push_back({peak, recompute, stages_of_chain(chain), {}, false});
@@ -468,23 +484,33 @@ class dp_engine : public stage_graph {
   };
 
   // The least recompute of the plans a beam of two-dimensional labels finds
-  // within `budget` (infinity if none): whenever a state's staircase of
-  // (kept, recompute) doubles past the beam's width, only the labels with the
-  // least recompute by `left` (theirs and the floor after them) stay, so
-  // every label left is a real partial plan. O(width) per stage.
+  // within `budget` (infinity if none), its chain in beam_chain_: whenever a
+  // state's staircase of (kept, recompute) doubles past the beam's width,
+  // only the labels with the least recompute by `left` (theirs and the floor
+  // after them) stay, so every label left is a real partial plan. A label
+  // links to the one it extends by its place in that state's front, which no
+  // stage changes once a stage leaves the state. O(width) per stage.
   double beam_recompute(std::uint64_t budget, std::uint32_t final, const std::vector<std::uint64_t>& most_kept,
-                        const recompute_floor& left, std::uint64_t& extended) const {
-    using point = std::pair<std::uint64_t, double>;
+                        const recompute_floor& left, std::uint64_t& extended) {
+    struct point {
+      std::uint64_t kept;
+      double recompute;
+      std::uint32_t from, at;  // the state and place in its front of the label extended
+      auto operator<=>(const point& other) const {
+        return std::pair(kept, recompute) <=> std::pair(other.kept, other.recompute);
+      }
+      bool operator==(const point&) const = default;
+    };
     const std::size_t width = std::clamp<std::size_t>(beam_steps / std::max<std::size_t>(transitions_.size(), 1), 4, 64);
     std::vector<std::vector<point>> fronts(states_.size());
-    fronts[0].push_back({0, 0.0});
+    fronts[0].push_back({0, 0.0, npos, npos});
     auto insert = [](std::vector<point>& front, point p) {
-      auto at = std::lower_bound(front.begin(), front.end(), p.first,
-                                 [](const point& x, std::uint64_t k) { return x.first < k; });
-      if (at != front.end() && at->first == p.first && at->second <= p.second) return;
-      if (at != front.begin() && std::prev(at)->second <= p.second) return;
+      auto at = std::lower_bound(front.begin(), front.end(), p.kept,
+                                 [](const point& x, std::uint64_t k) { return x.kept < k; });
+      if (at != front.end() && at->kept == p.kept && at->recompute <= p.recompute) return;
+      if (at != front.begin() && std::prev(at)->recompute <= p.recompute) return;
       auto end = at;
-      while (end != front.end() && end->second >= p.second) ++end;
+      while (end != front.end() && end->recompute >= p.recompute) ++end;
       if (end == at) {
         front.insert(at, p);
       } else {
@@ -496,22 +522,29 @@ class dp_engine : public stage_graph {
       const std::vector<point>& from = fronts[t.from];
       if (from.empty() || most_kept[t.to] < t.kept_added) continue;
       std::vector<point>& to = fronts[t.to];
-      for (const point& x : from)
-        if (x.first + t.peak <= budget && x.first <= most_kept[t.to] - t.kept_added) {
-          insert(to, {x.first + t.kept_added, x.second + t.recompute});
+      for (std::size_t k = 0; k < from.size(); ++k) {
+        const point& x = from[k];
+        if (x.kept + t.peak <= budget && x.kept <= most_kept[t.to] - t.kept_added) {
+          insert(to, {x.kept + t.kept_added, x.recompute + t.recompute, t.from, static_cast<std::uint32_t>(k)});
           ++extended;
         }
+      }
       if (to.size() > 2 * width) {
-        auto score = [&](const point& x) { return x.second + left.at(t.to, x.first); };
+        auto score = [&](const point& x) { return x.recompute + left.at(t.to, x.kept); };
         std::nth_element(to.begin(), to.begin() + static_cast<std::ptrdiff_t>(width), to.end(),
                          [&](const point& x, const point& y) { return score(x) < score(y); });
         to.resize(width);
         std::sort(to.begin(), to.end());
       }
     }
-    double best = std::numeric_limits<double>::infinity();
-    for (const point& x : fronts[final]) best = std::min(best, x.second);
-    return best;
+    const std::vector<point>& done = fronts[final];
+    const auto best = std::min_element(done.begin(), done.end(),
+                                       [](const point& x, const point& y) { return x.recompute < y.recompute; });
+    if (best == done.end()) return std::numeric_limits<double>::infinity();
+    beam_chain_ = {final};
+    for (point p = *best; p.from != npos; p = fronts[p.from][p.at]) beam_chain_.push_back(p.from);
+    std::reverse(beam_chain_.begin(), beam_chain_.end());
+    return best->recompute;
   }
   static constexpr std::size_t beam_steps = std::size_t{1} << 21;
   // Work units a floor entry and a beam label cost (time_budget::charge;
@@ -520,6 +553,8 @@ class dp_engine : public stage_graph {
 
   bool two_dimensional_ = true;
   bool labels_capped_ = false;
+  std::vector<std::uint32_t> beam_chain_;  // the last label phase's beam plan, as states
+  std::uint64_t beam_budget_ = 0;          // and the budget it fits
 
   // A label's figures live in its state's front, so the label loop and
   // push_label read a front as one run of memory; the store keeps only what

@@ -62,8 +62,8 @@ struct dp_options {
   /// Memory objective: return a least-peak plan without minimising its
   /// recompute (skips the label phase; used to bound other searches).
   bool peak_only = false;
-  /// The label phase stops past this many labels and falls back to the
-  /// least-kept plan (see dp_result).
+  /// The label phase stops past this many labels and falls back to a
+  /// stand-in plan (dp_engine::stand_in_chain).
   std::uint64_t max_labels = std::uint64_t{1} << 23;
   /// Two-dimensional labels (the memory and time objectives): past this many,
   /// a floor under the recompute left by kept bytes, and a plan found by a
@@ -90,8 +90,8 @@ struct frontier_point {
   std::vector<std::uint32_t> stage_of;
   std::vector<node_id> order;
   /// False for a sampled point whose budget's labels outgrew their cap or the
-  /// time limit: a least-kept plan within the budget, its recompute not the
-  /// least (pareto.hpp).
+  /// time limit: a stand-in plan within the budget (dp_engine::stand_in_chain),
+  /// its recompute not proven the least (pareto.hpp).
   bool least_recompute = true;
 };
 

@@ -55,15 +55,16 @@ namespace detail {
 // What a sampled frontier says of itself. `small`: over all lower-set chains
 // (else the prefix family); `complete`: every stage was enumerated;
 // `timed_out`: the time or work limit ended the sampling; `stand_ins`: the points that
-// are least-kept plans, their budgets' labels past the cap or the time or work limit.
+// stand in for their budgets' labels, which outgrew the cap or the time or work limit.
 inline std::string sampled_message(bool small, bool complete, bool timed_out, std::size_t stand_ins) {
   std::string message = std::string(small ? "all lower-set chains" : "the prefix family") +
                         ": too many Pareto labels for the exact frontier; sampled at " +
                         std::to_string(frontier_sample_count) + " budgets, each point optimal for its budget";
   if (stand_ins > 0)
     message += " except " + std::to_string(stand_ins) +
-               " least-kept plans within theirs (marked; their recompute is not the least: the labels for those "
-               "budgets outgrew the cap or the time or work limit)";
+               (stand_ins == 1 ? " stand-in plan within its budget" : " stand-in plans within theirs") +
+               " (a least-kept or beam plan, marked; its recompute is not proven the least: the labels for that "
+               "budget outgrew the cap or the time or work limit)";
   message += ", points between them may be missing";
   if (!complete) message += "; stopped by a cap or the time or work limit, so the samples are over the stages found";
   if (timed_out) message += "; the time or work limit ended the sampling";
