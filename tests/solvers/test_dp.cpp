@@ -8,6 +8,7 @@
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/solvers/dp.hpp>
+#include <remat/solvers/orders.hpp>
 #include <remat/zoo/models.hpp>
 
 #include "../support/oracle.hpp"
@@ -286,6 +287,29 @@ TEST_CASE("past the label cap the plan is the labels' beam plan where it recompu
     CHECK(r.result.claimed_recompute >= full.result.claimed_recompute * (1 - 1e-12));
     CHECK(r.result.claimed_recompute < least_kept / 2);
   }
+}
+
+TEST_CASE("where the labels outgrow a coarse floor under the recompute left, a finer one keeps them under the cap") {
+  // GoogLeNet's interval stages in the consumers-first order at twice their
+  // least peak: with the floor built once, about 300,000 labels; built again
+  // with finer levels as they grow, about 50,000.
+  const graph g0 = zoo::build("googlenet");
+  const graph g = reorder_graph(g0, consumers_first(g0, true));
+  const dp_result least = solve_dp(g, dp_family::prefix, {});
+  dp_options within;
+  within.goal = objective::time;
+  within.budget = 2 * least.result.claimed_peak;
+  const dp_result full = solve_dp(g, dp_family::prefix, within);
+  REQUIRE(full.result.status == solve_status::optimal);
+  dp_options early = within;
+  early.recompute_floor_after = 16;
+  early.max_labels = 100'000;
+  const dp_result r = solve_dp(g, dp_family::prefix, early);
+  CHECK_FALSE(r.labels_capped);
+  CHECK(r.stats.labels < early.max_labels);
+  CHECK(r.result.status == solve_status::optimal);
+  CHECK(r.result.claimed_recompute == doctest::Approx(full.result.claimed_recompute).epsilon(1e-12));
+  CHECK(r.result.figures.peak_bytes <= within.budget);
 }
 
 TEST_CASE("stage costs from piece summaries (and from the heads and tails they reuse) equal those walked node by node") {

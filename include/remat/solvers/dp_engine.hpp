@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -205,8 +204,14 @@ class dp_engine : public stage_graph {
     // Two dimensions, once the labels grow many: the least recompute left by
     // kept bytes, and the plan a beam guided by it finds, which bounds the
     // recompute far closer. Computed only then: on most graphs the labels
-    // stay few, and the table would cost more than it saves.
+    // stay few, and the table would cost more than it saves. Each time the
+    // labels grow 16 times more, the floor is built again with 8 times the
+    // levels: a coarse floor lets through labels a finer one drops, and
+    // where they still grow, the finer table costs less than they do.
     recompute_floor left;
+    std::uint64_t floor_after = options_.recompute_floor_after;
+    std::size_t floor_scale = 1;
+    double beam_best = std::numeric_limits<double>::infinity();
 
     labels_.clear();
     fronts_.assign(count, {});
@@ -214,13 +219,21 @@ class dp_engine : public stage_graph {
     pending_total_ = 0;
     push_label(0, {0, resident_, 0, 0, npos});  // the start holds the resident bytes
     for (const transition& t : transitions_) {
-      if (two_dimensional && left.empty() && labels_.size() >= options_.recompute_floor_after) {
-        left = recompute_floor(*this, budget, final, finishes, most_kept);
+      if (two_dimensional && floor_scale <= most_floor_scale && labels_.size() >= floor_after) {
+        left = recompute_floor(*this, budget, final, finishes, most_kept, floor_scale);
         std::uint64_t extended = 0;
-        recompute_bound = std::min(recompute_bound, beam_recompute(budget, final, most_kept, left, extended));
-        beam_budget_ = budget;
+        std::vector<std::uint32_t> chain;
+        const double beam = beam_recompute(budget, final, most_kept, left, extended, chain);
+        if (beam < beam_best) {
+          beam_best = beam;
+          beam_chain_ = std::move(chain);
+          beam_budget_ = budget;
+        }
+        recompute_bound = std::min(recompute_bound, beam);
         if (options_.time.charge(left.steps() * floor_step_work + extended * beam_step_work))
           stats_.time_limit_reached = true;
+        floor_after = floor_after > unreachable / 16 ? unreachable : std::max<std::uint64_t>(floor_after, 1) * 16;
+        floor_scale *= 8;
       }
       if (!two_dimensional && !pending_[t.from].empty()) settle(t.from);
       if (fronts_[t.from].empty() || !finishes[t.to]) continue;
@@ -445,11 +458,13 @@ class dp_engine : public stage_graph {
   class recompute_floor {
    public:
     recompute_floor() = default;
+    // `scale`: the levels and the work they may take, times the first floor's.
     recompute_floor(const dp_engine& e, std::uint64_t budget, std::uint32_t final, const std::vector<char>& finishes,
-                    const std::vector<std::uint64_t>& most_kept)
-        : levels_(std::clamp<std::size_t>(std::min(level_steps / std::max<std::size_t>(e.transitions_.size(), 1),
-                                                   level_entries / std::max<std::size_t>(e.states_.size(), 1)),
-                                          16, 1024)),
+                    const std::vector<std::uint64_t>& most_kept, std::size_t scale)
+        : levels_(std::clamp<std::size_t>(
+              std::min(level_steps * scale / std::max<std::size_t>(e.transitions_.size(), 1),
+                       level_entries / std::max<std::size_t>(e.states_.size(), 1)),
+              16, 1024 * scale)),
           shift_(e.states_.size(), 0), left_(e.states_.size() * levels_, std::numeric_limits<double>::infinity()) {
       for (std::size_t s = 0; s < shift_.size(); ++s)
         while ((most_kept[s] >> shift_[s]) >= levels_) ++shift_[s];
@@ -484,22 +499,19 @@ class dp_engine : public stage_graph {
   };
 
   // The least recompute of the plans a beam of two-dimensional labels finds
-  // within `budget` (infinity if none), its chain in beam_chain_: whenever a
+  // within `budget` (infinity if none), its states in `chain`: whenever a
   // state's staircase of (kept, recompute) doubles past the beam's width,
   // only the labels with the least recompute by `left` (theirs and the floor
   // after them) stay, so every label left is a real partial plan. A label
   // links to the one it extends by its place in that state's front, which no
   // stage changes once a stage leaves the state. O(width) per stage.
   double beam_recompute(std::uint64_t budget, std::uint32_t final, const std::vector<std::uint64_t>& most_kept,
-                        const recompute_floor& left, std::uint64_t& extended) {
+                        const recompute_floor& left, std::uint64_t& extended,
+                        std::vector<std::uint32_t>& chain) const {
     struct point {
       std::uint64_t kept;
       double recompute;
       std::uint32_t from, at;  // the state and place in its front of the label extended
-      auto operator<=>(const point& other) const {
-        return std::pair(kept, recompute) <=> std::pair(other.kept, other.recompute);
-      }
-      bool operator==(const point&) const = default;
     };
     const std::size_t width = std::clamp<std::size_t>(beam_steps / std::max<std::size_t>(transitions_.size(), 1), 4, 64);
     std::vector<std::vector<point>> fronts(states_.size());
@@ -534,19 +546,23 @@ class dp_engine : public stage_graph {
         std::nth_element(to.begin(), to.begin() + static_cast<std::ptrdiff_t>(width), to.end(),
                          [&](const point& x, const point& y) { return score(x) < score(y); });
         to.resize(width);
-        std::sort(to.begin(), to.end());
+        std::sort(to.begin(), to.end(), [](const point& x, const point& y) {
+          return std::pair(x.kept, x.recompute) < std::pair(y.kept, y.recompute);
+        });
       }
     }
     const std::vector<point>& done = fronts[final];
     const auto best = std::min_element(done.begin(), done.end(),
                                        [](const point& x, const point& y) { return x.recompute < y.recompute; });
     if (best == done.end()) return std::numeric_limits<double>::infinity();
-    beam_chain_ = {final};
-    for (point p = *best; p.from != npos; p = fronts[p.from][p.at]) beam_chain_.push_back(p.from);
-    std::reverse(beam_chain_.begin(), beam_chain_.end());
+    chain = {final};
+    for (point p = *best; p.from != npos; p = fronts[p.from][p.at]) chain.push_back(p.from);
+    std::reverse(chain.begin(), chain.end());
     return best->recompute;
   }
   static constexpr std::size_t beam_steps = std::size_t{1} << 21;
+  // Floors built at most: at 2¹⁶ labels (by default), 2²⁰ and 2²⁴.
+  static constexpr std::size_t most_floor_scale = 64;
   // Work units a floor entry and a beam label cost (time_budget::charge;
   // calibrated in docs/algorithms.md).
   static constexpr std::uint64_t floor_step_work = 3, beam_step_work = 25;
