@@ -105,14 +105,15 @@ class dp_engine : public stage_graph {
 
   /// The plan to stand in where the labels stopped at their cap or the time
   /// limit: of the least-kept chain within `budget` and the chain the last
-  /// label phase's beam found within it (if it ran), the one that recomputes
+  /// label phase's beam found (if it ran and fits), the one that recomputes
   /// less (empty if neither exists). The beam's plan is a real one, often
   /// near the optimum; the least-kept chain may recompute far more than a
   /// plan found at a smaller budget.
   std::vector<std::uint32_t> stand_in_chain(std::uint64_t budget, std::uint32_t final) {
     std::vector<std::uint32_t> chain = least_kept_path(budget, final);
-    if (beam_budget_ != budget || beam_chain_.empty()) return chain;
-    if (chain.empty() || chain_figures(beam_chain_).second < chain_figures(chain).second) return beam_chain_;
+    if (beam_chain_.empty()) return chain;
+    const auto [peak, recompute] = chain_figures(beam_chain_);
+    if (peak <= budget && (chain.empty() || recompute < chain_figures(chain).second)) return beam_chain_;
     return chain;
   }
 
@@ -227,7 +228,6 @@ class dp_engine : public stage_graph {
         if (beam < beam_best) {
           beam_best = beam;
           beam_chain_ = std::move(chain);
-          beam_budget_ = budget;
         }
         recompute_bound = std::min(recompute_bound, beam);
         if (options_.time.charge(left.steps() * floor_step_work + extended * beam_step_work))
@@ -570,7 +570,6 @@ class dp_engine : public stage_graph {
   bool two_dimensional_ = true;
   bool labels_capped_ = false;
   std::vector<std::uint32_t> beam_chain_;  // the last label phase's beam plan, as states
-  std::uint64_t beam_budget_ = 0;          // and the budget it fits
 
   // A label's figures live in its state's front, so the label loop and
   // push_label read a front as one run of memory; the store keeps only what
