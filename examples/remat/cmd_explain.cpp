@@ -50,9 +50,11 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   const training_memory peak = e.regular.peak();
   const std::uint64_t total = peak.total();
   const std::uint64_t values = peak[memory_part::activations] + peak[memory_part::recomputed];
-  // The higher of the two floors bounds what any plan saves.
-  const std::string floor_at = e.cut.bytes > e.floor.bytes ? "the cut floor (" + describe_cut_floor(g, e.cut) + ")"
-                                                           : "the per-op floor (" + describe_floor(g, e.floor) + ")";
+  // The highest of the three floors bounds what any plan saves.
+  const std::string floor_at =
+      e.order.bytes > 0  ? "the backward-order floor (" + describe_order_floor(g, e.order) + ")"
+      : e.cut.bytes > e.floor.bytes ? "the cut floor (" + describe_cut_floor(g, e.cut) + ")"
+                                    : "the per-op floor (" + describe_floor(g, e.floor) + ")";
   if (e.most_any_plan_saves() == 0)
     out.push_back(fmt::format("Activations are {} of the peak ({} of {}): checkpointing can save nothing, because "
                               "regular training already peaks at {}.",
@@ -357,9 +359,12 @@ void add_explain_command(CLI::App& app) {
                              {"backward", e.floor.backward},
                              {"pending_gradients", e.floor.pending_gradients}};
       if (e.cut.bytes > e.floor.bytes)
-        doc["cut_floor"] = {{"bytes", e.least_bytes()},
+        doc["cut_floor"] = {{"bytes", e.cut.bytes + e.optimizer_state},
                             {"node", g.node_name(e.cut.node)},
                             {"after", e.cut.after ? nlohmann::json(g.node_name(*e.cut.after)) : nlohmann::json()}};
+      if (e.order.bytes > 0)
+        doc["order_floor"] = {{"bytes", e.least_bytes()},
+                              {"node", e.order.complete ? nlohmann::json(g.node_name(e.order.node)) : nlohmann::json()}};
       doc["most_any_plan_saves"] = e.most_any_plan_saves();
       doc["activation_share"] = e.activation_share();
       doc["regular"] = plan_json(g, e, e.regular, opt->top);
@@ -389,8 +394,11 @@ void add_explain_command(CLI::App& app) {
     fmt::print("\nper-op floor  {}  ({}; no plan goes below)\n", bytes_with_exact(e.floor_bytes()),
                describe_floor(g, e.floor));
     if (e.cut.bytes > e.floor.bytes)
-      fmt::print("cut floor     {}  ({}; no plan goes below)\n", bytes_with_exact(e.least_bytes()),
+      fmt::print("cut floor     {}  ({}; no plan goes below)\n", bytes_with_exact(e.cut.bytes + e.optimizer_state),
                  describe_cut_floor(g, e.cut));
+    if (e.order.bytes > 0)
+      fmt::print("order floor   {}  (the backward-order floor: {}; no plan goes below)\n",
+                 bytes_with_exact(e.least_bytes()), describe_order_floor(g, e.order));
     print_largest(g, "regular training", e.regular, opt->top);
     if (e.chosen && e.chosen->p.steps != e.regular.p.steps) print_largest(g, chosen_title, *e.chosen, opt->top);
     if (!e.optimal_is_regular()) print_largest(g, "the " + optimal_title, e.optimal, opt->top);

@@ -12,7 +12,7 @@ void add_info_command(CLI::App& app) {
     bool json = false;
   };
   auto opt = std::make_shared<options>();
-  auto* cmd = app.add_subcommand("info", "Nodes, edges, bytes, the regular-training peak, the per-op floor and the cut floor");
+  auto* cmd = app.add_subcommand("info", "Nodes, edges, bytes, the regular-training peak, the per-op, cut and backward-order floors");
   cmd->add_option("FILE", opt->file, "graph file (remat JSON or Kusumoto IR)")->required();
   cmd->add_option("--dot", opt->dot, "write the graph as Graphviz DOT");
   cmd->add_flag("--json", opt->json, "print JSON instead of a table");
@@ -25,6 +25,7 @@ void add_info_command(CLI::App& app) {
     const backward_floor at_backward = backward_floors(g);
     const op_floor floor = per_op_floor(g, at_backward);
     const cut_floor cut = cut_floor_of(g, at_backward, floor.bytes);
+    const backward_order_floor order = backward_order_floor_of(g);
     std::size_t inputs = 0;
     for (node_id v = 0; v < g.size(); ++v) inputs += g.is_input(v);
     report out;
@@ -45,6 +46,11 @@ void add_info_command(CLI::App& app) {
       out.row("cut floor",
               fmt::format("{}  ({}; no plan goes below)", bytes_with_exact(cut.bytes), describe_cut_floor(g, cut)),
               cut.bytes);
+    if (order.bytes > std::max(floor.bytes, cut.bytes))
+      out.row("order floor",
+              fmt::format("{}  (the backward-order floor: {}; no plan goes below)", bytes_with_exact(order.bytes),
+                          describe_order_floor(g, order)),
+              order.bytes);
     out.row("time", fmt::format("forward {:.6g} s, backward {:.6g} s", g.forward_time(), g.total_backward_time()),
             {{"forward", g.forward_time()}, {"backward", g.total_backward_time()}});
     if (!opt->dot.empty()) {

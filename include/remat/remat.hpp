@@ -10,6 +10,7 @@
 
 #include <remat/config.hpp>
 
+#include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/cut_floor.hpp>
 #include <remat/error.hpp>

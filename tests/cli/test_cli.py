@@ -144,6 +144,19 @@ with tempfile.TemporaryDirectory() as tmp:
           general.get("peak") and
           "least peak proven: it equals the cut floor (what the values the backward of 'layer1.1.conv1' reads" in
           run("plan", resnet).stdout, str(info50) + r.stdout)
+    # one NASNet cell: no backward order gives every backward its cheapest done set; the backward-order
+    # floor that says so is exact's bound, info's and explain's, and proves the plan over every schedule
+    cell = str(tmp / "nasnet-cell.json")
+    run("gen", "nas", "--cell", "nasnet", "--cells", "1", "-o", cell)
+    info_cell = json.loads(run("info", cell, "--json").stdout or "{}")
+    plan_cell = json.loads(run("plan", cell, "--json").stdout or "{}")
+    explain_cell = json.loads(run("explain", cell, "--json").stdout or "{}")
+    check("a NASNet cell: the backward-order floor above the per-op floor is exact's proven bound, and explain's",
+          info_cell.get("per-op floor", 1 << 62) < info_cell.get("order floor", 0) == plan_cell.get("lower bound") ==
+          plan_cell.get("peak") == explain_cell.get("order_floor", {}).get("bytes") and
+          plan_cell.get("status") == "optimal" and "it equals the backward-order floor" in run("plan", cell).stdout and
+          "down to the backward-order floor" in " ".join(explain_cell.get("verdict", [])),
+          str(info_cell) + str(plan_cell)[:600])
     r = run("plan", resnet, "--max-recompute", "1", "--json")
     held = json.loads(r.stdout) if r.returncode == 0 else {}
     check("plan --max-recompute 1: at most a forward pass of recompute, between the two peaks",

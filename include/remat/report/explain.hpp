@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/bounds.hpp>
 #include <remat/detail/checked.hpp>
 #include <remat/error.hpp>
@@ -301,6 +302,8 @@ struct explanation {
   std::uint64_t optimizer_state = 0;  ///< resident through every step
   op_floor floor;                     ///< the per-op floor of the simulator's model
   remat::cut_floor cut;               ///< the cut floor, where it passes the per-op floor (else bytes 0)
+  /// The backward-order floor, where it passes both other floors (else bytes 0).
+  remat::backward_order_floor order;
   plan_memory regular;                ///< keep what backward reads, recompute nothing
   std::optional<plan_memory> chosen;  ///< the user's plan, when given
   plan_memory optimal;                ///< remat::solve's plan, or regular training when that is no worse
@@ -321,8 +324,10 @@ struct explanation {
 
   /// No plan's training memory is below this.
   std::uint64_t floor_bytes() const noexcept { return floor.bytes + optimizer_state; }
-  /// No plan's training memory is below this either: the higher of the two floors.
-  std::uint64_t least_bytes() const noexcept { return std::max(floor.bytes, cut.bytes) + optimizer_state; }
+  /// No plan's training memory is below this either: the highest of the three floors.
+  std::uint64_t least_bytes() const noexcept {
+    return std::max({floor.bytes, cut.bytes, order.bytes}) + optimizer_state;
+  }
   /// The most any plan could save against regular training.
   std::uint64_t most_any_plan_saves() const noexcept {
     return regular.peak_bytes() > least_bytes() ? regular.peak_bytes() - least_bytes() : 0;
@@ -356,6 +361,8 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
   const backward_floor floors = backward_floors(g);
   e.floor = per_op_floor(g, floors);
   e.cut = cut_floor_of(g, floors, e.floor.bytes);
+  if (const backward_order_floor order = backward_order_floor_of(g); order.bytes > std::max(e.floor.bytes, e.cut.bytes))
+    e.order = order;
   e.budget = options.budget;
   e.regular = measure(g, plan_none(g), options.optimizer);
   if (chosen) e.chosen = measure(g, std::move(*chosen), options.optimizer);

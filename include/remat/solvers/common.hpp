@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/cut_floor.hpp>
 #include <remat/graph/graph.hpp>
@@ -65,8 +66,9 @@ inline std::uint64_t per_op_floor_of(const graph& g, const std::optional<std::ui
 }
 
 /// The best lower bound known for a plan's peak over every schedule, and its
-/// name for messages: the per-op floor, or the cut floor where the plan peaks
-/// above the per-op floor and the cut floor is higher (analysis/cut_floor.hpp).
+/// name for messages: the per-op floor or, where the plan peaks above it, the
+/// higher of the cut floor (analysis/cut_floor.hpp) and the backward-order
+/// floor (analysis/backward_order_floor.hpp) where they pass it.
 struct schedule_bound {
   std::uint64_t bytes = 0;
   std::string name;
@@ -78,11 +80,17 @@ struct schedule_bound {
 /// and its flows would only cost time.
 inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
                                          std::uint64_t peak, objective goal = objective::memory) {
-  if (goal == objective::memory && peak > per_op)
-    if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > per_op)
-      return {cut.bytes, "the cut floor (what the values the backward of '" + g.node_name(cut.node) +
-                             "' reads cost, held or recomputed)"};
-  return {per_op, "the per-op floor"};
+  schedule_bound best{per_op, "the per-op floor"};
+  if (goal != objective::memory || peak <= per_op) return best;
+  if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > best.bytes)
+    best = {cut.bytes,
+            "the cut floor (what the values the backward of '" + g.node_name(cut.node) + "' reads cost, held or recomputed)"};
+  if (best.bytes >= peak) return best;
+  if (const backward_order_floor order = backward_order_floor_of(g); order.bytes > best.bytes)
+    best = {order.bytes, order.complete ? "the backward-order floor (every order of the backwards has a step this large; "
+                                          "the best at the backward of '" + g.node_name(order.node) + "')"
+                                        : "the backward-order floor (every order of the backwards has a step this large)"};
+  return best;
 }
 
 /// Whether a solution holds a plan that meets its budget.
