@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <remat/analysis/backward_order_floor.hpp>
 #include <remat/solvers/common.hpp>
@@ -13,7 +12,6 @@
 #include <remat/zoo/generators.hpp>
 
 #include "../support/all_schedules.hpp"
-#include "../support/random_graphs.hpp"
 
 using namespace remat;
 
@@ -40,31 +38,26 @@ graph nas_cells(const char* cell, std::int64_t cells) {
 
 // REMAT_ORDER_FLOOR_GRAPHS raises the count for the figures in docs/algorithms.md.
 TEST_CASE("the backward-order floor holds for every schedule of small random DAGs and passes the per-op floor") {
-  const char* asked = std::getenv("REMAT_ORDER_FLOOR_GRAPHS");
-  const std::uint64_t count = asked ? std::strtoull(asked, nullptr, 10) : 2000;
-  std::size_t above_per_op = 0, above_both = 0, reached = 0, reached_before = 0;
-  for (std::uint64_t seed = 0; seed < count; ++seed) {
-    const graph g = test::random_dag(3 + seed % 5, seed, 2 + seed % 4, 1 + seed % 3);
-    CAPTURE(seed);
-    const std::optional<test::all_schedules_optimum> any = test::least_peak_over_all_schedules(g, 2'000'000);
-    REQUIRE(any.has_value());
+  std::uint64_t graphs = 0, above_per_op = 0, above_both = 0, reached = 0, reached_before = 0;
+  test::for_small_random_dags("REMAT_ORDER_FLOOR_GRAPHS", 2000, [&](const graph& g, std::uint64_t least) {
     const backward_floor floors = backward_floors(g);
     const std::uint64_t per_op = per_op_floor(g, floors).bytes;
     const backward_order_floor order = backward_order_floor_of(g);
     REQUIRE(order.complete);
-    REQUIRE(order.bytes <= any->peak);
+    REQUIRE(order.bytes <= least);
     // One order's steps each hold at least the per-op floor's least for that backward.
     CHECK(order.bytes >= largest_backward_floor(g, floors));
     CHECK(!g.is_input(order.node));
     const std::uint64_t cut = cut_floor_of(g, floors, per_op).bytes;
+    ++graphs;
     above_per_op += order.bytes > per_op;
     above_both += order.bytes > std::max(per_op, cut);
-    reached += std::max({per_op, cut, order.bytes}) == any->peak;
-    reached_before += std::max(per_op, cut) == any->peak;
+    reached += std::max({per_op, cut, order.bytes}) == least;
+    reached_before += std::max(per_op, cut) == least;
     // The bound solvers report is the largest of the three, for plans above the per-op floor.
-    CHECK(schedule_bound_for(g, floors, per_op, any->peak).bytes == std::max({per_op, cut, order.bytes}));
-  }
-  MESSAGE(count << " graphs of 3-7 computed nodes: the backward-order floor passes the per-op floor on "
+    CHECK(schedule_bound_for(g, floors, per_op, least).bytes == std::max({per_op, cut, order.bytes}));
+  });
+  MESSAGE(graphs << " graphs of 3-7 computed nodes: the backward-order floor passes the per-op floor on "
                 << above_per_op << " and the cut floor too on " << above_both
                 << "; the largest of the three is the least peak on " << reached << " (of the other two: "
                 << reached_before << ")");

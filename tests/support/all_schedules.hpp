@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <queue>
@@ -18,8 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include <remat/graph/graph.hpp>
 #include <remat/plan/schedule.hpp>
+
+#include "random_graphs.hpp"
 
 namespace remat::test {
 
@@ -129,6 +134,21 @@ inline std::optional<all_schedules_optimum> least_peak_over_all_schedules(const 
     }
   }
   return std::nullopt;
+}
+
+// Calls check(g, least) for `count` random DAGs of 3–7 computed nodes
+// (seeds 0, 1, …; more with the environment variable `more`, for the
+// figures in the docs), `least` the least peak over every schedule of g.
+template <class Check>
+void for_small_random_dags(const char* more, std::uint64_t count, Check&& check) {
+  if (const char* asked = std::getenv(more)) count = std::strtoull(asked, nullptr, 10);
+  for (std::uint64_t seed = 0; seed < count; ++seed) {
+    const graph g = random_dag(3 + seed % 5, seed, 2 + seed % 4, 1 + seed % 3);
+    CAPTURE(seed);
+    const std::optional<all_schedules_optimum> any = least_peak_over_all_schedules(g, 2'000'000);
+    REQUIRE(any.has_value());
+    check(g, any->peak);
+  }
 }
 
 }  // namespace remat::test
