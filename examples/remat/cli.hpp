@@ -257,13 +257,6 @@ inline std::string describe_cut_floor(const graph& g, const cut_floor& cut) {
                      g.node_name(cut.node));
 }
 
-inline std::string describe_order_floor(const graph& g, const backward_order_floor& order) {
-  if (order.complete)
-    return fmt::format("every order of the backwards has a step this large; the best at the backward of '{}'",
-                       g.node_name(order.node));
-  return "every order of the backwards has a step this large";
-}
-
 inline std::string describe_step(const graph& g, const schedule& steps, std::size_t i) {
   if (i >= steps.size()) return fmt::format("step {}", i);
   return fmt::format("step {}, {} of '{}'", i, to_string(steps[i].kind), g.node_name(steps[i].node));

@@ -52,7 +52,7 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   const std::uint64_t values = peak[memory_part::activations] + peak[memory_part::recomputed];
   // The highest of the three floors bounds what any plan saves.
   const std::string floor_at =
-      e.order.bytes > 0  ? "the backward-order floor (" + describe_order_floor(g, e.order) + ")"
+      e.order.bytes > 0 ? "the backward-order floor (" + describe_order_floor(g, e.order) + ")"
       : e.cut.bytes > e.floor.bytes ? "the cut floor (" + describe_cut_floor(g, e.cut) + ")"
                                     : "the per-op floor (" + describe_floor(g, e.floor) + ")";
   if (e.most_any_plan_saves() == 0)

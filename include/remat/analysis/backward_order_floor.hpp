@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -47,8 +48,9 @@ namespace remat {
 /// Work before the backward-order floor stops with the state it is
 /// expanding as its bound: a unit per node scanned for ready backwards, and
 /// 64 plus 4 per bitset word for each upper set stored (hashed, kept,
-/// queued). Enough for one NASNet or AmoebaNet cell (about 75,000 upper sets
-/// of 64 nodes, 0.06 s); 1,000-node graphs stop within about 0.2 s.
+/// queued). Enough to complete on one NASNet or AmoebaNet cell, and a small
+/// share of a solve where whole NAS networks or wide graphs stop it early
+/// (measured in docs/results-solvers.md, "The backward-order floor").
 inline constexpr std::uint64_t backward_order_floor_work = std::uint64_t{1} << 24;
 
 /// The backward-order floor of a graph.
@@ -72,6 +74,14 @@ struct node_bits_hash {
 };
 
 }  // namespace detail
+
+/// What the floor says, for messages: with the backward at the best order's
+/// largest step when the search completed.
+inline std::string describe_order_floor(const graph& g, const backward_order_floor& floor) {
+  std::string out = "every order of the backwards has a step this large";
+  if (floor.complete) out += "; the best at the backward of '" + g.node_name(floor.node) + "'";
+  return out;
+}
 
 /// Computes the backward-order floor of g within `max_work` work units.
 /// Complexity: see the file comment.

@@ -87,9 +87,7 @@ inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& f
             "the cut floor (what the values the backward of '" + g.node_name(cut.node) + "' reads cost, held or recomputed)"};
   if (best.bytes >= peak) return best;
   if (const backward_order_floor order = backward_order_floor_of(g); order.bytes > best.bytes)
-    best = {order.bytes, order.complete ? "the backward-order floor (every order of the backwards has a step this large; "
-                                          "the best at the backward of '" + g.node_name(order.node) + "')"
-                                        : "the backward-order floor (every order of the backwards has a step this large)"};
+    best = {order.bytes, "the backward-order floor (" + describe_order_floor(g, order) + ")"};
   return best;
 }
 
