@@ -7,6 +7,7 @@
 
 #include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/cut_floor.hpp>
+#include <remat/analysis/window_floor.hpp>
 #include <remat/solvers/common.hpp>
 #include <remat/zoo/models.hpp>
 
@@ -30,14 +31,17 @@ TEST_CASE("the cut floor holds for every schedule of small random DAGs, and reac
     reached_by_cut += cut.bytes == least;
     // The bound solvers report: the cut floor only for plans above the per-op
     // floor, and where the backward-order floor is not higher.
-    CHECK(schedule_bound_for(g, floors, per_op.bytes, per_op.bytes).bytes == per_op.bytes);
-    const schedule_bound above = schedule_bound_for(g, floors, per_op.bytes, least);
+    CHECK(schedule_bound_for(g, floors, per_op.bytes, per_op.bytes, 0).bytes == per_op.bytes);
+    const schedule_bound above = schedule_bound_for(g, floors, per_op.bytes, least, 0);
     const std::uint64_t order = backward_order_floor_of(g).bytes;
-    CHECK(above.bytes == std::max({cut.bytes, per_op.bytes, order}));
+    const node_id first = 0;
+    const std::uint64_t window =
+        std::max(cut.bytes, order) >= least ? 0 : window_floor_of(g, std::span<const node_id>(&first, 1)).bytes;
+    CHECK(above.bytes == std::max({cut.bytes, per_op.bytes, order, window}));
     CHECK((above.name.find("the cut floor") != std::string::npos) ==
-          (cut.bytes > 0 && least > per_op.bytes && order <= cut.bytes));
+          (cut.bytes > 0 && least > per_op.bytes && order <= cut.bytes && window <= cut.bytes));
     // The time objective's plans keep the per-op floor.
-    CHECK(schedule_bound_for(g, floors, per_op.bytes, least, objective::time).bytes == per_op.bytes);
+    CHECK(schedule_bound_for(g, floors, per_op.bytes, least, 0, objective::time).bytes == per_op.bytes);
   });
   MESSAGE(graphs << " graphs of 3-7 computed nodes: the cut floor passes the per-op floor on " << raised
                  << ", and is the least peak over every schedule there on " << reached_by_cut

@@ -44,7 +44,7 @@ TEST_CASE("exact on the zoo's ResNets, DenseNet-121 and VGG-16: never above the 
       // which hold for every schedule.
       const backward_floor floors = backward_floors(g);
       CHECK(exact.peak_lower_bound ==
-            schedule_bound_for(g, floors, per_op_floor(g, floors).bytes, exact.claimed_peak).bytes);
+            schedule_bound_for(g, floors, per_op_floor(g, floors).bytes, exact.claimed_peak, peak_node_of(exact)).bytes);
       CHECK(exact.peak_lower_bound >= per_op_floor(g, floors).bytes);
       CHECK(exact.status == (exact.claimed_peak == exact.peak_lower_bound ? solve_status::optimal
                                                                           : solve_status::feasible));

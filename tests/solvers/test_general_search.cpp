@@ -44,7 +44,7 @@ TEST_CASE("general-search is never above exact nor kept-search, and its figures 
     // `optimal` exactly when the plan meets the per-op or cut floor, which
     // bound every schedule, or exact's least peak over general plans (on
     // small graphs).
-    const schedule_bound bound = schedule_bound_for(g, floors, per_op, general.figures.peak_bytes);
+    const schedule_bound bound = schedule_bound_for(g, floors, per_op, general.figures.peak_bytes, peak_node_of(general));
     const std::uint64_t floor = bound.bytes;
     const bool at_floor = general.figures.peak_bytes == floor;
     const bool at_general_optimum = exact.proof_family == "general plans" &&

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -19,6 +20,7 @@
 #include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/bounds.hpp>
 #include <remat/analysis/cut_floor.hpp>
+#include <remat/analysis/window_floor.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/plan.hpp>
 #include <remat/plan/simulate.hpp>
@@ -67,19 +69,21 @@ inline std::uint64_t per_op_floor_of(const graph& g, const std::optional<std::ui
 
 /// The best lower bound known for a plan's peak over every schedule, and its
 /// name for messages: the per-op floor or, where the plan peaks above it, the
-/// higher of the cut floor (analysis/cut_floor.hpp) and the backward-order
-/// floor (analysis/backward_order_floor.hpp) where they pass it.
+/// highest of the cut floor (analysis/cut_floor.hpp), the backward-order
+/// floor (analysis/backward_order_floor.hpp) and the window floor
+/// (analysis/window_floor.hpp) where they pass it.
 struct schedule_bound {
   std::uint64_t bytes = 0;
   std::string name;
 };
 
 /// `floors` is backward_floors(g), `per_op` its per-op floor, `peak` the
-/// plan's. The time objective keeps the per-op floor: its plans are ranked by
-/// recompute within a budget, where a closer bound on the peak proves nothing
-/// and its flows would only cost time.
+/// plan's and `peak_node` the node of the plan's step that reaches it, where
+/// the window floor looks. The time objective keeps the per-op floor: its
+/// plans are ranked by recompute within a budget, where a closer bound on
+/// the peak proves nothing and its searches would only cost time.
 inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
-                                         std::uint64_t peak, objective goal = objective::memory) {
+                                         std::uint64_t peak, node_id peak_node, objective goal = objective::memory) {
   schedule_bound best{per_op, "the per-op floor"};
   if (goal != objective::memory || peak <= per_op) return best;
   if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > best.bytes)
@@ -88,7 +92,16 @@ inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& f
   if (best.bytes >= peak) return best;
   if (const backward_order_floor order = backward_order_floor_of(g); order.bytes > best.bytes)
     best = {order.bytes, "the backward-order floor (" + describe_order_floor(g, order) + ")"};
+  if (best.bytes >= peak) return best;
+  if (const window_floor window = window_floor_of(g, std::span<const node_id>(&peak_node, 1)); window.bytes > best.bytes)
+    best = {window.bytes, "the window floor (" + describe_window_floor(g, window) + ")"};
   return best;
+}
+
+/// The node of the step where s's plan peaks (the first node when it has no
+/// steps): where schedule_bound_for's window floor looks.
+inline node_id peak_node_of(const solution& s) noexcept {
+  return s.figures.peak_step < s.best.steps.size() ? s.best.steps[s.figures.peak_step].node : 0;
 }
 
 /// Whether a solution holds a plan that meets its budget.

@@ -17,6 +17,7 @@
 
 #include <remat/analysis/lower_sets.hpp>
 #include <remat/analysis/orders.hpp>
+#include <remat/analysis/window_floor.hpp>
 #include <remat/graph/graph.hpp>
 #include <remat/plan/solution.hpp>
 #include <remat/solvers/common.hpp>
@@ -132,6 +133,14 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     if (options.order != order_choice::graph)
       if (std::vector<node_id> last = last_written_first(g, options.preserve_gradient_order); !is_id_order(last))
         starts.emplace_back(std::move(last), "last-written-first");
+    // On a graph one window of the window floor holds, the order its best
+    // path runs the backwards in: where that floor is the least peak, a plan
+    // in this order can meet it (two DARTS cells: 8.2% lower,
+    // docs/results-solvers.md, "The window floor").
+    if (options.order != order_choice::graph && options.goal == objective::memory)
+      if (std::vector<node_id> window = window_floor_order(g, options.preserve_gradient_order);
+          !window.empty() && !is_id_order(window))
+        starts.emplace_back(std::move(window), "the window floor's");
   }
   // Min-cut's stages in `order` as a general plan (none if min-cut found
   // none), each order's solved once.
@@ -391,7 +400,7 @@ inline void say_general(const graph& g, solution& s, objective goal, const std::
   s.proof_family = goal == objective::memory ? "every schedule" : "general plans";
   s.message = "a general plan (" + std::to_string(s.best.stage_modes.size()) + " stages, " +
               std::to_string(s.best.kept.count()) + " values kept): " + s.message + "; " + against_stages;
-  const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, goal);
+  const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, peak_node_of(s), goal);
   s.peak_lower_bound = bound.bytes;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     // The least peak of every schedule: optimal, or the least budget any plan meets.

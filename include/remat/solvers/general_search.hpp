@@ -150,7 +150,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
               (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "") +
               (kept_run ? "" : "; kept-search not run: no plan peaks lower");
   // The bound holds for every schedule, so a plan peaking at it has the least peak of all.
-  const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, options.goal);
+  const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, peak_node_of(s), options.goal);
   s.peak_lower_bound = bound.bytes;
   if (options.goal == objective::memory && s.figures.peak_bytes == bound.bytes) {
     s.status = solve_status::optimal;

@@ -158,7 +158,7 @@ inline solution solve_kept_search(const graph& g, const kept_search_options& opt
               std::to_string(best->passes) + " passes) started at the kept set " +
               (found.status == solve_status::optimal ? "optimal" : "best found") +
               " for Feng & Huang's objective" + (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "");
-  const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, options.goal);
+  const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, peak_node_of(s), options.goal);
   s.peak_lower_bound = bound.bytes;
   s.message += "; not proven: the lower bound is " + bound.name;
   return s;
