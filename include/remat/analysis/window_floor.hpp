@@ -340,7 +340,6 @@ inline window_floor window_floor_of(const graph& g, std::span<const node_id> nea
   return out;
 }
 
-
 /// A topological order of all of g's nodes that runs the backwards as the
 /// best path of the window floor does, when one window holds every computed
 /// node and its search completes within window_floor_work_for(g) units;
@@ -348,13 +347,9 @@ inline window_floor window_floor_of(const graph& g, std::span<const node_id> nea
 /// meet it. With `preserve_gradient_order`, the path keeps
 /// gradient_order_constraints (so its floor may be higher).
 inline std::vector<node_id> window_floor_order(const graph& g, bool preserve_gradient_order) {
-  std::vector<node_id> order;
-  for (node_id v = 0; v < g.size(); ++v)
-    if (g.is_input(v)) order.push_back(v);
-  if (g.size() - order.size() > 64 || order.size() == g.size()) return {};
-  std::vector<node_id> computed;
-  for (node_id v = 0; v < g.size(); ++v)
-    if (!g.is_input(v)) computed.push_back(v);
+  std::vector<node_id> order, computed;  // the inputs first, then the window's order
+  for (node_id v = 0; v < g.size(); ++v) (g.is_input(v) ? order : computed).push_back(v);
+  if (computed.size() > 64 || computed.empty()) return {};
   const precedence constraints = preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   const window_floor whole = detail::window_floor_in(g, computed, window_floor_work_for(g), &constraints);
   if (!whole.complete || order.size() + whole.order.size() != g.size()) return {};

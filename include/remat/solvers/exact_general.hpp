@@ -135,8 +135,8 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
         starts.emplace_back(std::move(last), "last-written-first");
     // On a graph one window of the window floor holds, the order its best
     // path runs the backwards in: where that floor is the least peak, a plan
-    // in this order can meet it (two DARTS cells: 8.2% lower,
-    // docs/results-solvers.md, "The window floor").
+    // in this order can meet it (measured in docs/results-solvers.md, "The
+    // window floor").
     if (options.order != order_choice::graph && options.goal == objective::memory)
       if (std::vector<node_id> window = window_floor_order(g, options.preserve_gradient_order);
           !window.empty() && !is_id_order(window))
