@@ -291,6 +291,32 @@ inline window_floor window_floor_in(const graph& g, const std::vector<node_id>& 
   return out;  // unreachable: the window's full done set is reached
 }
 
+// g's computed nodes in id order, and each node's place among them.
+struct computed_run {
+  std::vector<node_id> nodes;
+  std::vector<std::size_t> position;
+};
+
+inline computed_run computed_run_of(const graph& g) {
+  computed_run run{{}, std::vector<std::size_t>(g.size(), 0)};
+  for (node_id v = 0; v < g.size(); ++v)
+    if (!g.is_input(v)) {
+      run.position[v] = run.nodes.size();
+      run.nodes.push_back(v);
+    }
+  return run;
+}
+
+// The window of `width` computed nodes around v, starting 3/8 of it (24 of
+// 64) before v in the id order (fewer on a smaller graph), as [first, last)
+// places in `run`.
+inline std::pair<std::size_t, std::size_t> window_around(const computed_run& run, node_id v, std::size_t width = 64) {
+  const std::size_t lead = width * 3 / 8;
+  const std::size_t at = run.position[v], size = run.nodes.size();
+  const std::size_t start = std::min(at > lead ? at - lead : 0, size > width ? size - width : 0);
+  return {start, std::min(size, start + width)};
+}
+
 }  // namespace detail
 
 /// The work limit window_floor_of takes by default on g: 2¹⁶ units per
@@ -310,25 +336,16 @@ inline std::uint64_t window_floor_work_for(const graph& g) noexcept {
 inline window_floor window_floor_of(const graph& g, std::span<const node_id> near,
                                     std::optional<std::uint64_t> max_work = std::nullopt) {
   const std::uint64_t work_per_window = max_work ? *max_work : window_floor_work_for(g);
-  std::vector<node_id> computed;
-  std::vector<std::size_t> position(g.size(), 0);
-  for (node_id v = 0; v < g.size(); ++v)
-    if (!g.is_input(v)) {
-      position[v] = computed.size();
-      computed.push_back(v);
-    }
-  constexpr std::size_t width = 64, lead = 24;
+  const detail::computed_run run = detail::computed_run_of(g);
   window_floor out;
   std::vector<std::size_t> starts;
   for (node_id v : near) {
     if (v >= g.size()) continue;
-    const std::size_t at = position[v];
-    std::size_t start = at > lead ? at - lead : 0;
-    start = std::min(start, computed.size() > width ? computed.size() - width : 0);
+    const auto [start, end] = detail::window_around(run, v);
     if (std::find(starts.begin(), starts.end(), start) != starts.end()) continue;
     starts.push_back(start);
-    const std::vector<node_id> window(computed.begin() + static_cast<std::ptrdiff_t>(start),
-                                      computed.begin() + static_cast<std::ptrdiff_t>(std::min(computed.size(), start + width)));
+    const std::vector<node_id> window(run.nodes.begin() + static_cast<std::ptrdiff_t>(start),
+                                      run.nodes.begin() + static_cast<std::ptrdiff_t>(end));
     const window_floor here = detail::window_floor_in(g, window, work_per_window);
     const std::size_t windows = out.windows + 1, states = out.states + here.states;
     const std::uint64_t work = out.work + here.work;
@@ -340,21 +357,58 @@ inline window_floor window_floor_of(const graph& g, std::span<const node_id> nea
   return out;
 }
 
-/// A topological order of all of g's nodes that runs the backwards as the
-/// best path of the window floor does, when one window holds every computed
-/// node and its search completes within window_floor_work_for(g) units;
-/// else empty. Where that floor is the least peak, a plan in this order can
-/// meet it. With `preserve_gradient_order`, the path keeps
+/// The window floor of one window alone, the `width` (at most 64) computed
+/// nodes around `near`, starting 3/8 of them before it in the id order
+/// (fewer on a smaller graph), within window_floor_work_for(g) units. With
+/// `preserve_gradient_order` its paths keep gradient_order_constraints: its
+/// `order` then keeps them, and its `bytes` bounds only the schedules that
+/// do. Where a plan peaks for want of a better order in that window,
+/// window_floor_order(g, window) may peak lower.
+inline window_floor window_floor_around(const graph& g, node_id near, std::size_t width,
+                                        bool preserve_gradient_order) {
+  if (near >= g.size() || g.is_input(near) || width == 0 || width > 64) return {};
+  const detail::computed_run run = detail::computed_run_of(g);
+  const auto [start, end] = detail::window_around(run, near, width);
+  const std::vector<node_id> window(run.nodes.begin() + static_cast<std::ptrdiff_t>(start),
+                                    run.nodes.begin() + static_cast<std::ptrdiff_t>(end));
+  const precedence constraints = preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
+  return detail::window_floor_in(g, window, window_floor_work_for(g), &constraints);
+}
+
+/// A topological order of all of g's nodes: the inputs, then the computed
+/// nodes in id order but for `window`'s, which run as its best path runs
+/// their backwards (reversed). Empty when its search did not complete. No
+/// path between two nodes of a window leaves it, so the order is
+/// topological.
+inline std::vector<node_id> window_floor_order(const graph& g, const window_floor& window) {
+  if (!window.complete || window.order.empty()) return {};
+  std::vector<node_id> order;
+  order.reserve(g.size());
+  for (node_id v = 0; v < g.size(); ++v)
+    if (g.is_input(v)) order.push_back(v);
+  bool placed = false;
+  for (node_id v = 0; v < g.size(); ++v) {
+    if (g.is_input(v)) continue;
+    if (v < window.first || v > window.last) {
+      order.push_back(v);
+    } else if (!placed) {
+      order.insert(order.end(), window.order.begin(), window.order.end());
+      placed = true;
+    }
+  }
+  if (order.size() != g.size()) return {};  // not this graph's window
+  return order;
+}
+
+/// The same for the whole graph, when one window holds every computed node
+/// and its search completes within window_floor_work_for(g) units; else
+/// empty. Where that floor is the least peak, a plan in this order can meet
+/// it. With `preserve_gradient_order`, the path keeps
 /// gradient_order_constraints (so its floor may be higher).
 inline std::vector<node_id> window_floor_order(const graph& g, bool preserve_gradient_order) {
-  std::vector<node_id> order, computed;  // the inputs first, then the window's order
-  for (node_id v = 0; v < g.size(); ++v) (g.is_input(v) ? order : computed).push_back(v);
-  if (computed.size() > 64 || computed.empty()) return {};
-  const precedence constraints = preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
-  const window_floor whole = detail::window_floor_in(g, computed, window_floor_work_for(g), &constraints);
-  if (!whole.complete || order.size() + whole.order.size() != g.size()) return {};
-  order.insert(order.end(), whole.order.begin(), whole.order.end());
-  return order;
+  const detail::computed_run run = detail::computed_run_of(g);
+  if (run.nodes.empty() || run.nodes.size() > 64) return {};
+  return window_floor_order(g, window_floor_around(g, run.nodes.front(), 64, preserve_gradient_order));
 }
 
 }  // namespace remat

@@ -78,12 +78,14 @@ struct schedule_bound {
 };
 
 /// `floors` is backward_floors(g), `per_op` its per-op floor, `peak` the
-/// plan's and `peak_node` the node of the plan's step that reaches it, where
-/// the window floor looks. The time objective keeps the per-op floor: its
+/// plan's and `near` the nodes where the window floor looks: the node of the
+/// plan's step that reaches it, and any others the solver found plans
+/// peaking at. The time objective keeps the per-op floor: its
 /// plans are ranked by recompute within a budget, where a closer bound on
 /// the peak proves nothing and its searches would only cost time.
 inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
-                                         std::uint64_t peak, node_id peak_node, objective goal = objective::memory) {
+                                         std::uint64_t peak, std::span<const node_id> near,
+                                         objective goal = objective::memory) {
   schedule_bound best{per_op, "the per-op floor"};
   if (goal != objective::memory || peak <= per_op) return best;
   if (const cut_floor cut = cut_floor_of(g, floors, per_op); cut.bytes > best.bytes)
@@ -93,9 +95,15 @@ inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& f
   if (const backward_order_floor order = backward_order_floor_of(g); order.bytes > best.bytes)
     best = {order.bytes, "the backward-order floor (" + describe_order_floor(g, order) + ")"};
   if (best.bytes >= peak) return best;
-  if (const window_floor window = window_floor_of(g, std::span<const node_id>(&peak_node, 1)); window.bytes > best.bytes)
+  if (const window_floor window = window_floor_of(g, near); window.bytes > best.bytes)
     best = {window.bytes, "the window floor (" + describe_window_floor(g, window) + ")"};
   return best;
+}
+
+/// The same, the window floor looking around `peak_node` alone.
+inline schedule_bound schedule_bound_for(const graph& g, const backward_floor& floors, std::uint64_t per_op,
+                                         std::uint64_t peak, node_id peak_node, objective goal = objective::memory) {
+  return schedule_bound_for(g, floors, per_op, peak, std::span<const node_id>(&peak_node, 1), goal);
 }
 
 /// The node of the step where s's plan peaks (the first node when it has no

@@ -553,15 +553,17 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
   // peak; for a budget, only where no stage plan meets it.
   const bool large = options.general_search_work > 0 && detail::computed_nodes(g) > exact_general_max_nodes;
   std::optional<solution> general;
+  std::vector<node_id> peaks_set_aside;  // where the window floor also looks
   if (large && options.goal == objective::memory && !options.time.expired()) {
-    general = detail::general_local_plan(g, options, floor);
+    general = detail::general_local_plan(g, options, floor, &peaks_set_aside);
     // When every stage plan peaks above the general plan, the stage
     // programme has nothing to add; the search bounded by its peak that
     // shows it is cheap where the general plan is far below the stage optimum.
     const std::optional<std::string> searched =
         general ? detail::no_stage_plan_as_low_in_orders(g, options, general->claimed_peak, floor) : std::nullopt;
     if (searched) {
-      detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")", floors);
+      detail::say_general(g, *general, options.goal, "every stage plan peaks higher (" + *searched + ")", floors,
+                          peaks_set_aside);
       return finished(std::move(*general));
     }
   }
@@ -605,7 +607,7 @@ inline solution solve_exact(const graph& g, const exact_options& options = {}) {
                                         : std::string("no stage plan found (")) +
                           std::string(to_string(stages.status)) + " over stage plans" +
                           (stages.message.empty() ? "" : ": " + stages.message) + ")",
-                      floors);
+                      floors, peaks_set_aside);
   return finished(std::move(*general));
 }
 

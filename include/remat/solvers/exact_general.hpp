@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,10 +94,15 @@ inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exac
 // exact_keep_nothing_max_nodes) — on the NAS cells, PSPNet and the deeper
 // ResNets below any plan the searches reach, which cannot drop one kept
 // value at a time without first raising the peak — and with the best plan's
-// kept values, for the least recompute within its peak. Plans over
-// `general_max_recompute` rank after the others; nothing when no plan is
-// left within it.
-inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor) {
+// kept values, for the least recompute within its peak; between the two,
+// the first split again over an order with the window around the backward
+// the best plan peaks for reordered as its window floor's best path runs it
+// (window_floor_order). Plans over `general_max_recompute` rank after the
+// others; nothing when no plan is left within it. `peaks_set_aside` gets the
+// backward a plan set aside for one in such an order peaked for: the window
+// floor may bound best there.
+inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor,
+                                                  std::vector<node_id>* peaks_set_aside = nullptr) {
   const double max_recompute = options.general_max_recompute * g.forward_time();
   auto score = [&](std::uint64_t peak, double recompute) {
     return std::pair{recompute > max_recompute, rank_plan(peak, recompute, options.goal, options.budget)};
@@ -185,6 +191,13 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   // `ceiling`, as a candidate: the least peak, or with `budget` the least
   // recompute within it. `from` says what it started from.
   std::size_t split_stages_priced = 0;
+  // An order found around the best plan's peak (below), and its words.
+  std::vector<node_id> window_order;
+  std::string window_order_words;
+  auto order_words = [&](const std::vector<node_id>& order) {
+    if (!window_order.empty() && order == window_order) return window_order_words;
+    return order.empty() ? std::string("the graph's order") : "the " + order_name(g, order) + " order";
+  };
   auto split_from = [&](const node_set& kept, const std::vector<node_id>& order, std::uint64_t budget,
                         std::size_t longest, std::uint64_t ceiling, const std::string& from,
                         const time_budget& time) {
@@ -200,8 +213,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
     schedule steps = r.plan->steps(g);
     simulation figures = simulate(g, steps, timeline);
     weigh(std::move(*r.plan), std::move(steps), std::move(figures),
-          from + " the stages split at the best places of " +
-              (order.empty() ? std::string("the graph's") : "the " + order_name(g, order)) + " order" +
+          from + " the stages split at the best places of " + order_words(order) +
               (budget == no_budget ? std::string() : ", for the least recompute within " + format_bytes(budget)) +
               " (" + std::to_string(r.stages_evaluated) + " stages priced)",
           "stage split");
@@ -280,8 +292,8 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
   // spent (the rest of `exact` still needs it): on wide layered graphs
   // longer runs peak lower, on NAS cells they do not, and a split that does
   // not win is not widened at all.
-  if (best && best->kept.figures.peak_bytes > floor && lowest_of_none && !options.time.expired()) {
-    const bool won = split_from(node_set(g.size()), lowest_of_none->second, to_meet, exact_split_stage_nodes,
+  auto split_keeping_nothing = [&](const std::vector<node_id>& order) {
+    const bool won = split_from(node_set(g.size()), order, to_meet, exact_split_stage_nodes,
                                 to_meet == no_budget ? best->kept.figures.peak_bytes - 1 : no_budget, "nothing kept,",
                                 options.time);
     if (won && to_meet == no_budget) {
@@ -290,11 +302,39 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
       for (std::size_t longest = 2 * exact_split_stage_nodes; misses < 2 && longest <= exact_split_widest_nodes &&
                                                               best->kept.figures.peak_bytes > floor && !widening.expired();
            longest *= 2) {
-        const bool lower = split_from(node_set(g.size()), lowest_of_none->second, no_budget, longest,
-                                      best->kept.figures.peak_bytes - 1,
+        const bool lower = split_from(node_set(g.size()), order, no_budget, longest, best->kept.figures.peak_bytes - 1,
                                       "nothing kept, on runs of up to " + std::to_string(longest) + " nodes,", widening);
         misses = lower ? 0 : misses + 1;
       }
+    }
+    return won;
+  };
+  if (best && best->kept.figures.peak_bytes > floor && lowest_of_none && !options.time.expired())
+    split_keeping_nothing(lowest_of_none->second);
+  // Around the backward the best plan peaks for (at that step or, in a
+  // recompute, the next), the window floor's best path may run the
+  // backwards in an order that peaks lower (on DARTS and NASNet, beside
+  // their first reduction cells): the same split over the consumers-first
+  // order of the graph with that window so reordered. On a graph one window
+  // holds, the local search started in that order already. Where it wins,
+  // the window floor also looks there.
+  if (options.goal == objective::memory && options.order != order_choice::graph && best && lowest_of_none &&
+      best->kept.figures.peak_bytes > floor && best->kept.figures.peak_step < best->kept.steps.size() &&
+      computed_nodes(g) > 64 && !options.time.expired()) {
+    const schedule& steps = best->kept.steps;
+    std::size_t at = best->kept.figures.peak_step;
+    while (at + 1 < steps.size() && steps[at].kind != step_kind::backward) ++at;
+    const node_id served = steps[at].node;
+    const window_floor window =
+        window_floor_around(g, served, exact_window_order_nodes, options.preserve_gradient_order);
+    if (const std::vector<node_id> reordered = window_floor_order(g, window); !reordered.empty()) {
+      window_order = consumers_first_over(g, reordered, options.preserve_gradient_order);
+      window_order_words = "the consumers-first order over the window floor's around '" + g.node_name(served) + "'";
+      // Kept to the gradient order, this window's floor is no lower than
+      // every schedule's there; where even it stays at the per-op floor,
+      // the bound's wider window there is not worth its search (NASNet).
+      if (split_keeping_nothing(window_order) && window.bytes > floor && peaks_set_aside != nullptr)
+        peaks_set_aside->push_back(served);
     }
   }
   if (best && !options.time.expired()) {
@@ -392,15 +432,18 @@ inline std::optional<std::string> no_stage_plan_as_low_in_orders(const graph& g,
 
 // A general plan's message and status, given what is known of stage plans.
 // `floors` is backward_floors(g); s's bound is the per-op floor, raised to
-// the cut floor for the least peak.
+// the cut floor for the least peak, and the window floor looks around s's
+// peak and `peaks_set_aside` (general_local_plan).
 inline void say_general(const graph& g, solution& s, objective goal, const std::string& against_stages,
-                        const backward_floor& floors) {
+                        const backward_floor& floors, std::span<const node_id> peaks_set_aside = {}) {
   s.best.method = "exact";
   // Its bound holds for every schedule.
   s.proof_family = goal == objective::memory ? "every schedule" : "general plans";
   s.message = "a general plan (" + std::to_string(s.best.stage_modes.size()) + " stages, " +
               std::to_string(s.best.kept.count()) + " values kept): " + s.message + "; " + against_stages;
-  const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, peak_node_of(s), goal);
+  std::vector<node_id> near{peak_node_of(s)};
+  near.insert(near.end(), peaks_set_aside.begin(), peaks_set_aside.end());
+  const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, near, goal);
   s.peak_lower_bound = bound.bytes;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     // The least peak of every schedule: optimal, or the least budget any plan meets.

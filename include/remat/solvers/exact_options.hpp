@@ -38,6 +38,13 @@ inline constexpr std::size_t exact_split_stage_nodes = 8;
 /// pay").
 inline constexpr std::size_t exact_split_widest_nodes = 256;
 
+/// The computed nodes of the window `exact` reorders around the backward its
+/// best plan peaks for (window_floor_order): 64 do not complete within the
+/// window floor's work limit on NASNet's reduction cell, and 48 lower
+/// DARTS's and NASNet's plans as much (docs/results-solvers.md, "The window
+/// floor's order inside a large graph").
+inline constexpr std::size_t exact_window_order_nodes = 48;
+
 /// The same for the split that then looks for the least recompute within
 /// the best plan's peak, with its kept values: longer runs share more of
 /// what they recompute, at about twice the stages priced for twice the
