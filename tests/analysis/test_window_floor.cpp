@@ -156,6 +156,23 @@ TEST_CASE("three DARTS cells: split over the window floor's order around its pla
   CHECK(simulate(three, s.best.steps).peak_bytes == s.claimed_peak);
 }
 
+TEST_CASE("five DARTS cells: the window floor also looks where the plan set aside peaked, and proves the plan") {
+  // The plan set aside peaks at a step away from the backward it peaks
+  // for; the window there bounds at 147,034,576, which the plan split
+  // over the reordered window meets. Around the served backward and the
+  // new plan's peak alone the bound was 144,533,584.
+  zoo::nas_stack_options o;
+  o.network.cell = "darts";
+  o.network.cells = 5;
+  const graph five = zoo::nas_stack(o);
+  const solution s = solve_exact(five);
+  CHECK(s.claimed_peak == 147'034'576);
+  CHECK(s.peak_lower_bound == s.claimed_peak);
+  CHECK(s.status == solve_status::optimal);
+  CHECK(s.message.find("over the window floor's around '") != std::string::npos);
+  CHECK(s.message.find("least peak proven: it equals the window floor") != std::string::npos);
+}
+
 TEST_CASE("exact splits the seed DARTS over the window floor's order around its plan's peak, and keeps that window's floor") {
   // The per-op floor is 153,941,984. Keeping nothing, split over the
   // consumers-first order, the plan peaks at 200,482,928 bytes at the

@@ -99,8 +99,8 @@ inline std::vector<std::vector<node_id>> split_orders(const graph& g, const exac
 // the best plan peaks for reordered as its window floor's best path runs it
 // (window_floor_order). Plans over `general_max_recompute` rank after the
 // others; nothing when no plan is left within it. `peaks_set_aside` gets the
-// backward a plan set aside for one in such an order peaked for: the window
-// floor may bound best there.
+// node where a plan set aside for one in such an order peaked, and the
+// backward it peaked for: the window floor may bound best there.
 inline std::optional<solution> general_local_plan(const graph& g, const exact_options& options, std::uint64_t floor,
                                                   std::vector<node_id>* peaks_set_aside = nullptr) {
   const double max_recompute = options.general_max_recompute * g.forward_time();
@@ -323,6 +323,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
       computed_nodes(g) > 64 && !options.time.expired()) {
     const schedule& steps = best->kept.steps;
     std::size_t at = best->kept.figures.peak_step;
+    const node_id peak_node = steps[at].node;
     while (at + 1 < steps.size() && steps[at].kind != step_kind::backward) ++at;
     const node_id served = steps[at].node;
     const window_floor window =
@@ -334,7 +335,8 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
       // every schedule's there; where even it stays at the per-op floor,
       // the bound's wider window there is not worth its search (NASNet).
       if (split_keeping_nothing(window_order) && window.bytes > floor && peaks_set_aside != nullptr)
-        peaks_set_aside->push_back(served);
+        for (node_id v : {peak_node, served})
+          if (std::ranges::find(*peaks_set_aside, v) == peaks_set_aside->end()) peaks_set_aside->push_back(v);
     }
   }
   if (best && !options.time.expired()) {
