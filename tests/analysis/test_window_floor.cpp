@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include <remat/analysis/backward_order_floor.hpp>
 #include <remat/analysis/cut_floor.hpp>
@@ -26,6 +27,13 @@ namespace {
 window_floor whole_graph_window(const graph& g, std::optional<std::uint64_t> max_work = std::nullopt) {
   const node_id first = 0;
   return window_floor_of(g, std::span<const node_id>(&first, 1), max_work);
+}
+
+graph darts_cells(std::int64_t cells) {
+  zoo::nas_stack_options o;
+  o.network.cell = "darts";
+  o.network.cells = cells;
+  return zoo::nas_stack(o);
 }
 
 }  // namespace
@@ -58,10 +66,7 @@ TEST_CASE("the window floor holds for every schedule of small random DAGs, and m
 }
 
 TEST_CASE("a window floor stopped at its work limit is still a bound, below the complete one") {
-  zoo::nas_stack_options o;
-  o.network.cell = "darts";
-  o.network.cells = 2;
-  const graph g = zoo::nas_stack(o);
+  const graph g = darts_cells(2);
   const window_floor complete = whole_graph_window(g);
   REQUIRE(complete.complete);
   CHECK(complete.bytes == 114'647'680);
@@ -76,10 +81,7 @@ TEST_CASE("exact plans in the window floor's order on two DARTS cells") {
   // (the MILP of docs/results-solvers.md, "The window floor"), and exact's
   // local search from that order, kept to regular training's gradient sums,
   // comes within 4.1% of it.
-  zoo::nas_stack_options o;
-  o.network.cell = "darts";
-  o.network.cells = 2;
-  const graph two = zoo::nas_stack(o);
+  const graph two = darts_cells(2);
   for (bool preserve : {false, true}) {
     CAPTURE(preserve);
     const std::vector<node_id> order = window_floor_order(two, preserve);
@@ -136,41 +138,26 @@ TEST_CASE("the window floor's order around a node reorders that window alone, to
   CHECK(reordered > 40);  // most searches complete
 }
 
-TEST_CASE("three DARTS cells: split over the window floor's order around its plan's peak, exact meets the window floor") {
-  // In the consumers-first order exact's plan peaked at 154,877,392 bytes,
-  // 8.2% above the window floor; reordered around the backward it peaks
-  // for, the split keeping nothing meets it: the least peak over every
-  // schedule.
-  zoo::nas_stack_options o;
-  o.network.cell = "darts";
-  o.network.cells = 3;
-  const graph three = zoo::nas_stack(o);
-  REQUIRE(detail::computed_nodes(three) > 64);
-  const solution s = solve_exact(three);
-  CHECK(s.claimed_peak == 143'127'568);
-  CHECK(s.peak_lower_bound == s.claimed_peak);
-  CHECK(s.status == solve_status::optimal);
-  CHECK(s.proof_family == "every schedule");
-  CHECK(s.message.find("over the window floor's around '") != std::string::npos);
-  CHECK(s.message.find("least peak proven: it equals the window floor") != std::string::npos);
-  CHECK(simulate(three, s.best.steps).peak_bytes == s.claimed_peak);
-}
-
-TEST_CASE("five DARTS cells: the window floor also looks where the plan set aside peaked, and proves the plan") {
-  // The plan set aside peaks at a step away from the backward it peaks
-  // for; the window there bounds at 147,034,576, which the plan split
-  // over the reordered window meets. Around the served backward and the
-  // new plan's peak alone the bound was 144,533,584.
-  zoo::nas_stack_options o;
-  o.network.cell = "darts";
-  o.network.cells = 5;
-  const graph five = zoo::nas_stack(o);
-  const solution s = solve_exact(five);
-  CHECK(s.claimed_peak == 147'034'576);
-  CHECK(s.peak_lower_bound == s.claimed_peak);
-  CHECK(s.status == solve_status::optimal);
-  CHECK(s.message.find("over the window floor's around '") != std::string::npos);
-  CHECK(s.message.find("least peak proven: it equals the window floor") != std::string::npos);
+TEST_CASE("three and five DARTS cells: split over the window floor's order around the plan's peak, exact meets the window floor") {
+  // Three cells: in the consumers-first order exact's plan peaked at
+  // 154,877,392 bytes, 8.2% above the window floor; reordered around the
+  // backward it peaks for, the split keeping nothing meets it. Five cells:
+  // the plan set aside peaks at a step away from the backward it peaks for;
+  // the window there bounds at 147,034,576, which the new plan meets
+  // (around that backward and the new plan's peak alone: 144,533,584).
+  for (const auto& [cells, least] : {std::pair<std::int64_t, std::uint64_t>{3, 143'127'568}, {5, 147'034'576}}) {
+    CAPTURE(cells);
+    const graph g = darts_cells(cells);
+    REQUIRE(detail::computed_nodes(g) > 64);
+    const solution s = solve_exact(g);
+    CHECK(s.claimed_peak == least);
+    CHECK(s.peak_lower_bound == s.claimed_peak);
+    CHECK(s.status == solve_status::optimal);
+    CHECK(s.proof_family == "every schedule");
+    CHECK(s.message.find("over the window floor's around '") != std::string::npos);
+    CHECK(s.message.find("least peak proven: it equals the window floor") != std::string::npos);
+    CHECK(simulate(g, s.best.steps).peak_bytes == s.claimed_peak);
+  }
 }
 
 TEST_CASE("exact splits the seed DARTS over the window floor's order around its plan's peak, and keeps that window's floor") {
