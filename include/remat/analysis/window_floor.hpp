@@ -308,13 +308,13 @@ inline computed_run computed_run_of(const graph& g) {
 }
 
 // The window of `width` computed nodes around v, starting 3/8 of it (24 of
-// 64) before v in the id order (fewer on a smaller graph), as [first, last)
-// places in `run`.
-inline std::pair<std::size_t, std::size_t> window_around(const computed_run& run, node_id v, std::size_t width = 64) {
+// 64) before v in the id order (fewer on a smaller graph).
+inline std::vector<node_id> window_around(const computed_run& run, node_id v, std::size_t width = 64) {
   const std::size_t lead = width * 3 / 8;
   const std::size_t at = run.position[v], size = run.nodes.size();
   const std::size_t start = std::min(at > lead ? at - lead : 0, size > width ? size - width : 0);
-  return {start, std::min(size, start + width)};
+  return {run.nodes.begin() + static_cast<std::ptrdiff_t>(start),
+          run.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(size, start + width))};
 }
 
 }  // namespace detail
@@ -338,14 +338,12 @@ inline window_floor window_floor_of(const graph& g, std::span<const node_id> nea
   const std::uint64_t work_per_window = max_work ? *max_work : window_floor_work_for(g);
   const detail::computed_run run = detail::computed_run_of(g);
   window_floor out;
-  std::vector<std::size_t> starts;
+  std::vector<node_id> firsts;  // of the windows searched
   for (node_id v : near) {
     if (v >= g.size()) continue;
-    const auto [start, end] = detail::window_around(run, v);
-    if (std::find(starts.begin(), starts.end(), start) != starts.end()) continue;
-    starts.push_back(start);
-    const std::vector<node_id> window(run.nodes.begin() + static_cast<std::ptrdiff_t>(start),
-                                      run.nodes.begin() + static_cast<std::ptrdiff_t>(end));
+    const std::vector<node_id> window = detail::window_around(run, v);
+    if (window.empty() || std::ranges::find(firsts, window.front()) != firsts.end()) continue;
+    firsts.push_back(window.front());
     const window_floor here = detail::window_floor_in(g, window, work_per_window);
     const std::size_t windows = out.windows + 1, states = out.states + here.states;
     const std::uint64_t work = out.work + here.work;
@@ -367,10 +365,7 @@ inline window_floor window_floor_of(const graph& g, std::span<const node_id> nea
 inline window_floor window_floor_around(const graph& g, node_id near, std::size_t width,
                                         bool preserve_gradient_order) {
   if (near >= g.size() || g.is_input(near) || width == 0 || width > 64) return {};
-  const detail::computed_run run = detail::computed_run_of(g);
-  const auto [start, end] = detail::window_around(run, near, width);
-  const std::vector<node_id> window(run.nodes.begin() + static_cast<std::ptrdiff_t>(start),
-                                    run.nodes.begin() + static_cast<std::ptrdiff_t>(end));
+  const std::vector<node_id> window = detail::window_around(detail::computed_run_of(g), near, width);
   const precedence constraints = preserve_gradient_order ? gradient_order_constraints(g) : precedence{};
   return detail::window_floor_in(g, window, window_floor_work_for(g), &constraints);
 }

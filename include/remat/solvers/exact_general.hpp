@@ -335,8 +335,7 @@ inline std::optional<solution> general_local_plan(const graph& g, const exact_op
       // every schedule's there; where even it stays at the per-op floor,
       // the bound's wider window there is not worth its search (NASNet).
       if (split_keeping_nothing(window_order) && window.bytes > floor && peaks_set_aside != nullptr)
-        for (node_id v : {peak_node, served})
-          if (std::ranges::find(*peaks_set_aside, v) == peaks_set_aside->end()) peaks_set_aside->push_back(v);
+        peaks_set_aside->insert(peaks_set_aside->end(), {peak_node, served});  // window_floor_of skips repeats
     }
   }
   if (best && !options.time.expired()) {
