@@ -50,9 +50,10 @@ std::vector<std::string> verdict(const graph& g, const explanation& e, const std
   const training_memory peak = e.regular.peak();
   const std::uint64_t total = peak.total();
   const std::uint64_t values = peak[memory_part::activations] + peak[memory_part::recomputed];
-  // The highest of the three floors bounds what any plan saves.
+  // The highest of the floors bounds what any plan saves.
   const std::string floor_at =
-      e.order.bytes > 0 ? "the backward-order floor (" + describe_order_floor(g, e.order) + ")"
+      e.search_floor > 0 ? e.search_floor_name
+      : e.order.bytes > 0 ? "the backward-order floor (" + describe_order_floor(g, e.order) + ")"
       : e.cut.bytes > e.floor.bytes ? "the cut floor (" + describe_cut_floor(g, e.cut) + ")"
                                     : "the per-op floor (" + describe_floor(g, e.floor) + ")";
   if (e.most_any_plan_saves() == 0)
@@ -363,8 +364,10 @@ void add_explain_command(CLI::App& app) {
                             {"node", g.node_name(e.cut.node)},
                             {"after", e.cut.after ? nlohmann::json(g.node_name(*e.cut.after)) : nlohmann::json()}};
       if (e.order.bytes > 0)
-        doc["order_floor"] = {{"bytes", e.least_bytes()},
+        doc["order_floor"] = {{"bytes", e.order.bytes + e.optimizer_state},
                               {"node", e.order.complete ? nlohmann::json(g.node_name(e.order.node)) : nlohmann::json()}};
+      if (e.search_floor > 0)
+        doc["search_floor"] = {{"bytes", e.search_floor + e.optimizer_state}, {"name", e.search_floor_name}};
       doc["most_any_plan_saves"] = e.most_any_plan_saves();
       doc["activation_share"] = e.activation_share();
       doc["regular"] = plan_json(g, e, e.regular, opt->top);
@@ -398,7 +401,10 @@ void add_explain_command(CLI::App& app) {
                  describe_cut_floor(g, e.cut));
     if (e.order.bytes > 0)
       fmt::print("order floor   {}  (the backward-order floor: {}; no plan goes below)\n",
-                 bytes_with_exact(e.least_bytes()), describe_order_floor(g, e.order));
+                 bytes_with_exact(e.order.bytes + e.optimizer_state), describe_order_floor(g, e.order));
+    if (e.search_floor > 0)
+      fmt::print("search floor  {}  ({}, found by the plan search; no plan goes below)\n",
+                 bytes_with_exact(e.search_floor + e.optimizer_state), e.search_floor_name);
     print_largest(g, "regular training", e.regular, opt->top);
     if (e.chosen && e.chosen->p.steps != e.regular.p.steps) print_largest(g, chosen_title, *e.chosen, opt->top);
     if (!e.optimal_is_regular()) print_largest(g, "the " + optimal_title, e.optimal, opt->top);

@@ -307,6 +307,8 @@ PYBIND11_MODULE(_core, m) {
       })
       .def_property_readonly("recompute_time", [](const py_solution& r) { return r.s.figures.recompute_time; })
       .def_property_readonly("peak_lower_bound", [](const py_solution& r) { return r.s.peak_lower_bound; })
+      .def_property_readonly("peak_bound_name", [](const py_solution& r) { return r.s.peak_bound_name; },
+                             "Which floor over every schedule peak_lower_bound is (empty: another bound).")
       .def_property_readonly("recompute_lower_bound", [](const py_solution& r) { return r.s.recompute_lower_bound; })
       .def_property_readonly("smallest_feasible_budget", [](const py_solution& r) -> std::optional<std::uint64_t> {
         if (r.s.smallest_feasible_budget == 0) return std::nullopt;

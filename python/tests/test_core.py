@@ -205,9 +205,12 @@ def test_a_work_limit_ends_the_search_at_the_same_point_every_time():
     # exact's general plan (a local search of fixed work) leads on DARTS
     assert first.produced_by == "general local search"
     assert first.proof_family == "every schedule"
+    assert first.peak_bound_name.startswith(("the per-op floor", "the cut floor", "the backward-order floor",
+                                             "the window floor"))
     stages = remat.solve(g, work_limit=30_000_000, general_work=0)
     assert stages.produced_by in ("chain", "mincut", "ogc", "approx") or stages.produced_by.startswith("dp")
     assert stages.proof_family == "stage plans"
+    assert stages.peak_bound_name == ""
     assert first.peak < stages.peak
     with pytest.raises(ValueError, match="max_recompute"):
         remat.solve(g, max_recompute=-1.0)

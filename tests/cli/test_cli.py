@@ -157,6 +157,22 @@ with tempfile.TemporaryDirectory() as tmp:
           plan_cell.get("status") == "optimal" and "it equals the backward-order floor" in run("plan", cell).stdout and
           "down to the backward-order floor" in " ".join(explain_cell.get("verdict", [])),
           str(info_cell) + str(plan_cell)[:600])
+    # three DARTS cells: the window floor around the plan's peak passes the other three floors; exact's plan
+    # meets it, and explain bounds what any plan saves by it, where info (no plan) cannot look
+    darts3 = str(tmp / "darts-3.json")
+    run("gen", "nas", "--cell", "darts", "--cells", "3", "-o", darts3)
+    info_d3 = json.loads(run("info", darts3, "--json").stdout or "{}")
+    plan_d3 = json.loads(run("plan", darts3, "--json").stdout or "{}")
+    explain_d3 = json.loads(run("explain", darts3, "--json").stdout or "{}")
+    info_most = max(info_d3.get(k, 0) for k in ("per-op floor", "cut floor", "order floor"))
+    check("three DARTS cells: explain's search floor is exact's proven window floor, above info's floors",
+          info_most < plan_d3.get("lower bound", 0) == plan_d3.get("peak") ==
+          explain_d3.get("search_floor", {}).get("bytes") and plan_d3.get("status") == "optimal" and
+          explain_d3.get("search_floor", {}).get("name", "").startswith("the window floor (every schedule") and
+          explain_d3.get("most_any_plan_saves") == explain_d3.get("regular", {}).get("peak", 0) -
+          plan_d3.get("lower bound", 0) and
+          "down to the window floor (every schedule" in " ".join(explain_d3.get("verdict", [])),
+          str(info_d3) + str(explain_d3)[:600])
     r = run("plan", resnet, "--max-recompute", "1", "--json")
     held = json.loads(r.stdout) if r.returncode == 0 else {}
     check("plan --max-recompute 1: at most a forward pass of recompute, between the two peaks",

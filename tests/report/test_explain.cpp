@@ -10,6 +10,7 @@
 #include <remat/io/load.hpp>
 #include <remat/report/explain.hpp>
 #include <remat/solve.hpp>
+#include <remat/zoo/generators.hpp>
 
 #include "../support/random_graphs.hpp"
 #include "../support/shaped_graphs.hpp"
@@ -183,6 +184,29 @@ TEST_CASE("a network checkpointing helps: the plan remat plan gives, bounded by 
     CHECK(f.points[i - 1].recompute_time > f.points[i].recompute_time);
   }
   CHECK(f.points.back().peak_bytes <= e.regular.peak_bytes());
+}
+
+TEST_CASE("three DARTS cells: the window floor the plan search found bounds what any plan saves") {
+  // Its window floor, 143,127,568 bytes, passes the per-op, cut and
+  // backward-order floors; exact's plan meets it (tests/analysis/test_window_floor.cpp).
+  zoo::nas_stack_options cells;
+  cells.network.cell = "darts";
+  cells.network.cells = 3;
+  const graph g = zoo::nas_stack(cells);
+  explain_options o;
+  o.optimizer = optimizer::momentum;
+  const explanation e = explain(g, std::nullopt, o);
+  CHECK(e.search_floor == 143'127'568);
+  CHECK(e.search_floor > std::max({e.floor.bytes, e.cut.bytes, e.order.bytes}));
+  CHECK(e.search_floor_name.starts_with("the window floor (every schedule"));
+  CHECK(e.least_bytes() == e.search_floor + e.optimizer_state);
+  CHECK(e.optimal.peak_bytes() == e.least_bytes());
+  CHECK(e.optimal_status == solve_status::optimal);
+  CHECK(e.most_any_plan_saves() == e.regular.peak_bytes() - e.least_bytes());
+  // A budget asks for the least recompute, whose bound is the per-op floor:
+  // no search floor then.
+  o.budget = e.regular.peak_bytes();
+  CHECK(explain(g, std::nullopt, o).search_floor == 0);
 }
 
 TEST_CASE("a budget: the least recompute within it; below every plan found, the least peak and a bound naming its plans") {

@@ -111,6 +111,9 @@ struct solution {
   std::uint64_t claimed_peak = 0;     ///< the method's own peak (equals figures.peak_bytes)
   double claimed_recompute = 0;       ///< the method's own recompute time
   std::uint64_t peak_lower_bound = 0; ///< no plan of the family peaks lower (memory objective)
+  /// Which floor peak_lower_bound is, for messages ("the window floor (...)"), where
+  /// a method bounds its plan by the floors over every schedule; else empty.
+  std::string peak_bound_name;
   double recompute_lower_bound = 0;   ///< no plan within the budget recomputes less (time objective)
   std::uint64_t smallest_feasible_budget = 0;  ///< when infeasible: the least budget that works
   /// When no plan meets the budget and the least that works is not known: the

@@ -304,6 +304,11 @@ struct explanation {
   remat::cut_floor cut;               ///< the cut floor, where it passes the per-op floor (else bytes 0)
   /// The backward-order floor, where it passes both other floors (else bytes 0).
   remat::backward_order_floor order;
+  /// A floor over every schedule the plan search found beyond those three
+  /// (the window floor around the plan's peak), where it passes them (else 0),
+  /// and its name (solution::peak_bound_name).
+  std::uint64_t search_floor = 0;
+  std::string search_floor_name;
   plan_memory regular;                ///< keep what backward reads, recompute nothing
   std::optional<plan_memory> chosen;  ///< the user's plan, when given
   plan_memory optimal;                ///< remat::solve's plan, or regular training when that is no worse
@@ -324,9 +329,9 @@ struct explanation {
 
   /// No plan's training memory is below this.
   std::uint64_t floor_bytes() const noexcept { return floor.bytes + optimizer_state; }
-  /// No plan's training memory is below this either: the highest of the three floors.
+  /// No plan's training memory is below this either: the highest of the floors.
   std::uint64_t least_bytes() const noexcept {
-    return std::max({floor.bytes, cut.bytes, order.bytes}) + optimizer_state;
+    return std::max({floor.bytes, cut.bytes, order.bytes, search_floor}) + optimizer_state;
   }
   /// The most any plan could save against regular training.
   std::uint64_t most_any_plan_saves() const noexcept {
@@ -401,6 +406,11 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
                        ? s.proof_family
                        : "every plan";
   e.bound_both_orders = s.both_orders;
+  if (s.proof_family.starts_with("every schedule") && !s.peak_bound_name.empty() &&
+      s.peak_lower_bound > std::max({e.floor.bytes, e.cut.bytes, e.order.bytes})) {
+    e.search_floor = s.peak_lower_bound;
+    e.search_floor_name = s.peak_bound_name;
+  }
   // Regular training lies outside the lower-set chains the solver searches;
   // where it is better by the same objective, it is the plan to run.
   const auto by_peak = [](const simulation& x) { return std::tuple(x.peak_bytes, x.recompute_time); };

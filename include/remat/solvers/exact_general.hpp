@@ -446,6 +446,7 @@ inline void say_general(const graph& g, solution& s, objective goal, const std::
   near.insert(near.end(), peaks_set_aside.begin(), peaks_set_aside.end());
   const schedule_bound bound = schedule_bound_for(g, floors, s.peak_lower_bound, s.claimed_peak, near, goal);
   s.peak_lower_bound = bound.bytes;
+  s.peak_bound_name = bound.name;
   if (goal == objective::memory && s.claimed_peak == s.peak_lower_bound) {
     // The least peak of every schedule: optimal, or the least budget any plan meets.
     if (s.status == solve_status::infeasible) s.smallest_feasible_budget = s.claimed_peak;

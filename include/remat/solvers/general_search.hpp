@@ -152,6 +152,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
   // The bound holds for every schedule, so a plan peaking at it has the least peak of all.
   const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, peak_node_of(s), options.goal);
   s.peak_lower_bound = bound.bytes;
+  s.peak_bound_name = bound.name;
   if (options.goal == objective::memory && s.figures.peak_bytes == bound.bytes) {
     s.status = solve_status::optimal;
     s.message += "; least peak proven: it equals " + bound.name +
@@ -161,6 +162,7 @@ inline solution solve_general_search(const graph& g, const general_search_option
     s.status = solve_status::optimal;
     s.proof_family = "general plans";
     s.peak_lower_bound = s.figures.peak_bytes;
+    s.peak_bound_name.clear();
     s.message += "; least peak over general plans, as exact proved (recompute not minimised among them)";
   } else {
     s.message += "; not proven: the lower bound is " + bound.name;

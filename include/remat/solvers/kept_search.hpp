@@ -160,6 +160,7 @@ inline solution solve_kept_search(const graph& g, const kept_search_options& opt
               " for Feng & Huang's objective" + (stopped ? ", stopped by " + std::string(options.time.spent_on()) : "");
   const schedule_bound bound = schedule_bound_for(g, floors, floor, s.figures.peak_bytes, peak_node_of(s), options.goal);
   s.peak_lower_bound = bound.bytes;
+  s.peak_bound_name = bound.name;
   s.message += "; not proven: the lower bound is " + bound.name;
   return s;
 }
