@@ -406,8 +406,7 @@ inline explanation explain(const graph& g, std::optional<plan> chosen, const exp
                        ? s.proof_family
                        : "every plan";
   e.bound_both_orders = s.both_orders;
-  if (s.proof_family.starts_with("every schedule") && !s.peak_bound_name.empty() &&
-      s.peak_lower_bound > std::max({e.floor.bytes, e.cut.bytes, e.order.bytes})) {
+  if (!s.peak_bound_name.empty() && s.peak_lower_bound > std::max({e.floor.bytes, e.cut.bytes, e.order.bytes})) {
     e.search_floor = s.peak_lower_bound;
     e.search_floor_name = s.peak_bound_name;
   }
